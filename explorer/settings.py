@@ -1,0 +1,140 @@
+"""Settings, all from environment variables (see README.md, "Configuration")."""
+
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from explorer.env import env_bool, env_list, env_positive_int, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+DEBUG = env_bool("DEBUG", False)
+SECRET_KEY = env_str("SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG and env_bool("REQUIRE_SECRET_KEY", False):
+        raise ImproperlyConfigured("SECRET_KEY must be set when REQUIRE_SECRET_KEY is on")
+    # A fixed development key: fine for a laptop, and `make run` says so.
+    SECRET_KEY = "dev-insecure-trace-explorer-key-set-SECRET_KEY-in-production"
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "template_partials",
+    "rest_framework",
+    "drf_spectacular",
+    "traces",
+    "explorer",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "explorer.urls"
+WSGI_APPLICATION = "explorer.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+_DEFAULT_DB = f"sqlite:///{BASE_DIR / 'db.sqlite3'}"
+_database_url = env_str("DATABASE_URL", _DEFAULT_DB)
+try:
+    _database = dj_database_url.parse(_database_url, conn_max_age=60)
+except Exception as exc:  # dj-database-url raises several kinds
+    raise ImproperlyConfigured(f"DATABASE_URL={_database_url!r} is not usable: {exc}") from exc
+if _database["ENGINE"] not in (
+    "django.db.backends.sqlite3",
+    "django.db.backends.postgresql",
+):
+    raise ImproperlyConfigured(
+        f"DATABASE_URL={_database_url!r}: only sqlite:// and postgres:// are supported"
+    )
+if _database["ENGINE"] == "django.db.backends.sqlite3":
+    _database["CONN_MAX_AGE"] = 0
+    _database["OPTIONS"] = {
+        # WAL lets readers run while an import writes; IMMEDIATE avoids
+        # lock upgrades that fail with "database is locked".
+        "init_command": (
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"
+        ),
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 30,
+    }
+    _database.setdefault("TEST", {})["NAME"] = str(BASE_DIR / "test-db.sqlite3")
+DATABASES = {"default": _database}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
+
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
+
+# Uploads are streamed to disk, never held in memory.
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_positive_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 32 * 1024 * 1024)
+
+# Byte limits of spec/004, per payload field.
+LIMIT_MSG_BYTES = env_positive_int("LIMIT_MSG_BYTES", 65536)
+LIMIT_THINK_BYTES = env_positive_int("LIMIT_THINK_BYTES", 32768)
+LIMIT_TOOL_ARGS_BYTES = env_positive_int("LIMIT_TOOL_ARGS_BYTES", 262144)
+LIMIT_TOOL_RESULT_BYTES = env_positive_int("LIMIT_TOOL_RESULT_BYTES", 2097152)
+LIMIT_IMAGE_BYTES = env_positive_int("LIMIT_IMAGE_BYTES", 20 * 1024 * 1024)
+
+REST_FRAMEWORK = {
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Trace Explorer API",
+    "VERSION": "1",
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": "WARNING"},
+}

@@ -1,0 +1,29 @@
+"""The fastest way each database has to insert many rows: COPY on PostgreSQL,
+one `executemany` on SQLite. Callers pass rows already adapted for the database."""
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import connection
+
+
+def insert_rows(table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    if not rows:
+        return
+    qn = connection.ops.quote_name
+    cols = ", ".join(qn(c) for c in columns)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            with cursor.cursor.copy(f"COPY {qn(table)} ({cols}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        else:
+            marks = ", ".join(["%s"] * len(columns))
+            cursor.executemany(f"INSERT INTO {qn(table)} ({cols}) VALUES ({marks})", rows)
+
+
+def adapt_datetime(value):
+    """A datetime as the database column takes it from a raw query."""
+    if connection.vendor == "postgresql":
+        return value
+    return connection.ops.adapt_datetimefield_value(value)

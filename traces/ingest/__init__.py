@@ -1,0 +1,1 @@
+"""Ways in for files: format detection, one adapter per format, events -> blocks."""

@@ -1,0 +1,42 @@
+"""A JSON array: one chat trace (events), one block array, or an array of traces.
+
+Read with an incremental parser, so an array of many traces is never held whole.
+"""
+
+from collections.abc import Iterator
+from typing import Any, BinaryIO
+
+import ijson
+
+from traces.ingest.traces_in import trace_from_value
+from traces.ingest.types import FormatProblem, Item, Sniff
+
+
+def _is_single_trace(first: Any) -> bool:
+    return isinstance(first, dict) and "messages" not in first and "blocks" not in first
+
+
+class JsonArray:
+    name = "json-array"
+
+    def detect(self, sniff: Sniff) -> bool:
+        return sniff.first_char == "[" and not sniff.multiple
+
+    def read(self, stream: BinaryIO) -> Iterator[Item]:
+        items = ijson.items(stream, "item", use_float=True)
+        try:
+            first = next(items, None)
+            if first is None:
+                yield FormatProblem("the array is empty: no trace to import", {}, rule="non_empty")
+                return
+            if _is_single_trace(first):
+                yield trace_from_value([first, *items], {"trace": 0})
+                return
+            yield trace_from_value(first, {"trace": 0})
+            for index, value in enumerate(items, start=1):
+                yield trace_from_value(value, {"trace": index})
+        except ijson.JSONError as exc:
+            yield FormatProblem(f"invalid JSON: {exc}", {}, rule="json")
+
+
+FORMAT = JsonArray()

@@ -1,0 +1,51 @@
+"""One JSON value that stands for one trace, in any of the shapes DESIGN.md lists."""
+
+from typing import Any
+
+from traces.ingest.types import FormatProblem, TraceDraft
+
+
+def _is_blocks(items: list[Any]) -> bool:
+    return bool(items) and isinstance(items[0], dict) and "sub_type" in items[0]
+
+
+def trace_from_value(value: Any, location: dict[str, Any]) -> TraceDraft | FormatProblem:
+    """An event array, a block array, or `{"messages"|"blocks": [...], "metadata": {...}}`."""
+    metadata: dict[str, Any] = {}
+    if isinstance(value, dict):
+        items = value.get("messages", value.get("blocks"))
+        if not isinstance(items, list):
+            return FormatProblem(
+                "a trace object needs a `messages` (or `blocks`) array",
+                {**location, "field": "messages"},
+            )
+        if value.get("metadata") is not None:
+            if not isinstance(value["metadata"], dict):
+                return FormatProblem(
+                    "`metadata` must be an object", {**location, "field": "metadata"}
+                )
+            metadata = dict(value["metadata"])
+        for key in ("name", "index", "hierarchy_path"):
+            if key in value and key not in metadata:
+                metadata[key] = value[key]
+        if "annotations" in value:
+            metadata.setdefault("annotations", value["annotations"])
+        if "extra" in value and isinstance(value["extra"], dict):
+            metadata.setdefault("extra", value["extra"])
+    elif isinstance(value, list):
+        items = value
+        # Invariant's raw lines may lead with {"metadata": {...}} instead of an event.
+        if items and isinstance(items[0], dict) and set(items[0]) == {"metadata"}:
+            if isinstance(items[0]["metadata"], dict):
+                metadata = dict(items[0]["metadata"])
+            items = items[1:]
+    else:
+        return FormatProblem(
+            f"a trace must be an array of events or an object with `messages`, "
+            f"not a JSON {type(value).__name__}",
+            location,
+        )
+    name = metadata.get("name") if isinstance(metadata.get("name"), str) else ""
+    if _is_blocks(items):
+        return TraceDraft(location=location, blocks=items, metadata=metadata, name=name)
+    return TraceDraft(location=location, events=items, metadata=metadata, name=name)

@@ -1,0 +1,65 @@
+"""What a format adapter yields: traces to import and dataset metadata."""
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO, Protocol
+
+
+@dataclass
+class TraceDraft:
+    """One trace as a format adapter read it, before validation.
+
+    Exactly one of `events` (chat format, spec/000) or `blocks` (spec/004) is set.
+    `location` says where it came from, for problem reports ({"trace": 3} or
+    {"line": 12}).
+    """
+
+    location: dict[str, Any]
+    events: list[Any] | None = None
+    blocks: list[Any] | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    name: str = ""
+
+
+@dataclass
+class DatasetMetadata:
+    """Metadata for the dataset the file is imported into (e.g. a JSONL first line)."""
+
+    metadata: dict[str, Any]
+
+
+class FormatProblem(Exception):
+    """The file cannot be read at all, or one part of it is broken."""
+
+    def __init__(
+        self, message: str, location: dict[str, Any] | None = None, rule: str = "format"
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.location = location or {}
+        self.rule = rule
+
+
+@dataclass(frozen=True)
+class Sniff:
+    """What detection may look at: the first bytes, and for a JSON object file its top keys."""
+
+    head: bytes
+    first_char: str
+    top_keys: frozenset[str]
+    # More than one top-level JSON value: JSON Lines.
+    multiple: bool = False
+
+
+Item = TraceDraft | DatasetMetadata | FormatProblem
+
+
+class Format(Protocol):
+    """One input format. `read` yields drafts; a broken part is yielded (not raised) as a
+    FormatProblem so that reading goes on and every problem is reported."""
+
+    name: str
+
+    def detect(self, sniff: Sniff) -> bool: ...
+
+    def read(self, stream: BinaryIO) -> Iterator[Item]: ...

@@ -1,0 +1,197 @@
+"""The store: organizations, datasets, traces and their immutable blocks."""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from traces import ids
+from traces.jsontext import JSONTextField
+
+
+class SubType(models.TextChoices):
+    MESSAGE = "MESSAGE"
+    TOOL_CALL = "TOOL_CALL"
+    THINK = "THINK"
+    TOOL_RESULT = "TOOL_RESULT"
+
+
+class BlockType(models.TextChoices):
+    MESSAGE = "MESSAGE"
+    ACT = "ACT"
+    OBSERVE = "OBSERVE"
+
+
+# DESIGN.md: block_type follows from sub_type.
+BLOCK_TYPE_OF = {
+    SubType.MESSAGE: BlockType.MESSAGE,
+    SubType.TOOL_CALL: BlockType.ACT,
+    SubType.THINK: BlockType.ACT,
+    SubType.TOOL_RESULT: BlockType.OBSERVE,
+}
+
+# A TOOL_RESULT without `seq` is stored with this key, so that the unique
+# constraint treats "no seq" as one value (NULLs would all be distinct).
+NO_SEQ = -1
+
+
+class Organization(models.Model):
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        OWNER = "owner"
+        MEMBER = "member"
+        VIEWER = "viewer"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    organization = models.ForeignKey(
+        Organization, on_delete=models.CASCADE, related_name="memberships"
+    )
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "organization"], name="membership_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.organization} ({self.role})"
+
+
+class Dataset(models.Model):
+    id = models.CharField(primary_key=True, max_length=32, default=ids.dataset_id, editable=False)
+    organization = models.ForeignKey(
+        Organization, on_delete=models.CASCADE, related_name="datasets"
+    )
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True, default="")
+    metadata = JSONTextField(default=dict, blank=True)
+    is_public = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "name"], name="dataset_name_unique")
+        ]
+        indexes = [models.Index(fields=["organization", "-updated_at"])]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Trace(models.Model):
+    id = models.CharField(primary_key=True, max_length=32, default=ids.trace_id, editable=False)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="traces")
+    dataset = models.ForeignKey(
+        Dataset, on_delete=models.CASCADE, related_name="traces", null=True, blank=True
+    )
+    index = models.IntegerField(default=0)
+    name = models.CharField(max_length=500, blank=True, default="")
+    metadata = JSONTextField(default=dict, blank=True)
+    extra = JSONTextField(default=dict, blank=True)
+    # Derived from extra.reward, else metadata.reward: kept as a column so that
+    # accuracy, histograms and filters are plain SQL.
+    reward = models.FloatField(null=True, blank=True)
+    block_count = models.IntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["dataset", "index"],
+                condition=Q(dataset__isnull=False),
+                name="trace_index_unique_in_dataset",
+            )
+        ]
+        indexes = [
+            models.Index(fields=["dataset", "index"]),
+            models.Index(fields=["dataset", "reward"]),
+            models.Index(fields=["organization", "created_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return self.name or self.id
+
+
+class Block(models.Model):
+    id = models.CharField(primary_key=True, max_length=32, default=ids.block_id, editable=False)
+    trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="blocks")
+    block_type = models.CharField(max_length=8, choices=BlockType.choices)
+    sub_type = models.CharField(max_length=12, choices=SubType.choices)
+    parent = models.ForeignKey(
+        "self",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="children",
+        db_column="parent_block_id",
+    )
+    payload = JSONTextField()
+    metadata = JSONTextField(default=dict, blank=True)
+    raw = JSONTextField(null=True, blank=True)
+    extra = JSONTextField(default=dict, blank=True)
+    # Copies of payload.call_id / payload.seq, so that the database itself
+    # enforces the duplicate rules.
+    call_id = models.CharField(max_length=256, null=True, blank=True)
+    result_seq = models.BigIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["trace", "call_id"],
+                condition=Q(sub_type="TOOL_CALL"),
+                name="block_unique_call_id",
+                violation_error_code="DUPLICATE_CALL_ID",
+            ),
+            models.UniqueConstraint(
+                fields=["trace", "call_id", "result_seq"],
+                condition=Q(sub_type="TOOL_RESULT"),
+                name="block_unique_result_seq",
+                violation_error_code="DUPLICATE_RESULT_SEQ",
+            ),
+            models.CheckConstraint(
+                condition=(
+                    Q(sub_type="MESSAGE", block_type="MESSAGE")
+                    | Q(sub_type="TOOL_CALL", block_type="ACT")
+                    | Q(sub_type="THINK", block_type="ACT")
+                    | Q(sub_type="TOOL_RESULT", block_type="OBSERVE")
+                ),
+                name="block_type_matches_sub_type",
+            ),
+            models.CheckConstraint(
+                condition=Q(sub_type="MESSAGE", parent__isnull=True)
+                | (~Q(sub_type="MESSAGE") & Q(parent__isnull=False)),
+                name="block_parent_presence",
+            ),
+        ]
+        indexes = [
+            # The stitched order: created_at, then id, within a trace.
+            models.Index(fields=["trace", "created_at", "id"], name="block_trace_order"),
+            models.Index(fields=["parent"], name="block_parent"),
+        ]
+
+    def __str__(self) -> str:
+        return self.id
+
+
+class Image(models.Model):
+    """An inline image, stored once by the SHA-256 of its bytes (DESIGN.md, images)."""
+
+    sha256 = models.CharField(primary_key=True, max_length=64)
+    mime_type = models.CharField(max_length=100)
+    data = models.BinaryField()
+    size = models.IntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.sha256[:12]} ({self.mime_type}, {self.size} B)"

@@ -1,0 +1,1 @@
+"""Reads shared by the pages, the API and the commands."""

@@ -1,0 +1,1 @@
+"""Writes. Every change to the store goes through a function here."""
