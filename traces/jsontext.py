@@ -5,6 +5,8 @@ compact JSON encoding keeps both (JSON escapes control characters, so no NUL
 byte ever reaches the database).
 """
 
+import json
+import re
 from typing import Any
 
 import orjson
@@ -19,18 +21,36 @@ def dumps(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
+INT_MIN, INT_MAX = -(2**63), 2**64 - 1
+# orjson turns integers beyond 64 bits into floats, silently losing digits; a
+# run of 19 digits or more sends the text through a parser that can tell.
+_LONG_DIGITS = re.compile(rb"\d{19,}")
+
+
+def _checked_int(text: str) -> int:
+    value = int(text)
+    if not INT_MIN <= value <= INT_MAX:
+        raise JsonError(
+            f"the integer {text[:40]} does not fit in 64 bits; write it as a string or a float"
+        )
+    return value
+
+
 def loads(text: str | bytes) -> Any:
     """Parse JSON; refuse what could not come back unchanged (NaN, >64-bit integers)."""
     try:
-        return orjson.loads(text)
+        value = orjson.loads(text)
     except orjson.JSONDecodeError as exc:
-        raise JsonError(_describe(exc)) from None
+        raise JsonError(_describe(str(exc))) from None
+    raw = text.encode() if isinstance(text, str) else text
+    if _LONG_DIGITS.search(raw):
+        json.loads(raw, parse_int=_checked_int)
+    return value
 
 
-def _describe(exc: orjson.JSONDecodeError) -> str:
-    msg = str(exc)
-    if "integer" in msg.lower() or "number" in msg.lower():
-        return f"{msg} (numbers must fit in 64 bits, or be written as floats)"
+def _describe(msg: str) -> str:
+    if "depth limit" in msg or "recursion" in msg.lower():
+        return f"nested too deeply (more than 1024 levels): {msg}"
     return msg
 
 

@@ -83,9 +83,7 @@ def _fail(message: str, field_name: str, rule: str, **details: Any) -> Validatio
     return ValidationFailed(message, {"field": field_name, "rule": rule, **details})
 
 
-def _check_size(
-    value: Any, *, limit: int, sub_type: str, field_name: str, ctx: Context
-) -> None:
+def _check_size(value: Any, *, limit: int, sub_type: str, field_name: str, ctx: Context) -> None:
     actual = jsontext.byte_size(value)
     if actual > limit:
         label = {"TOOL_CALL": "tool_call", "TOOL_RESULT": "tool_result"}.get(

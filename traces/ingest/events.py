@@ -186,8 +186,14 @@ def _tool_output(t: _Trace, event: dict[str, Any], i: int, raw: Any, content: An
         if call_id in t.unanswered:
             t.unanswered.remove(call_id)
         payload = {"call_id": call_id, "output": content}
-        t.add(i, "TOOL_RESULT", payload, t.calls[call_id], raw if n == 0 else None,
-              field_prefix="content<-")
+        t.add(
+            i,
+            "TOOL_RESULT",
+            payload,
+            t.calls[call_id],
+            raw if n == 0 else None,
+            field_prefix="content<-",
+        )
 
 
 def _message(t: _Trace, event: dict[str, Any], i: int, raw: Any, content: Any) -> None:
@@ -242,9 +248,7 @@ def events_to_blocks(
         t.problems.append(problem(location, "a trace needs at least one event", rule="non_empty"))
     for i, event in enumerate(events):
         if not isinstance(event, dict):
-            t.problems.append(
-                problem(t.where(i), "an event must be a JSON object", rule="type")
-            )
+            t.problems.append(problem(t.where(i), "an event must be a JSON object", rule="type"))
             continue
         role = event.get("role")
         if not isinstance(role, str) or not role.strip():
@@ -264,9 +268,7 @@ def events_to_blocks(
         except TypeError as exc:  # numbers beyond 64 bits from the incremental parser
             t.problems.append(problem(t.where(i), f"cannot be kept as JSON: {exc}"))
             continue
-        if role in TOOL_ROLES or (
-            "tool_call_id" in event and not event.get("tool_calls")
-        ):
+        if role in TOOL_ROLES or ("tool_call_id" in event and not event.get("tool_calls")):
             _tool_output(t, event, i, raw, content)
         else:
             _message(t, event, i, raw, content)

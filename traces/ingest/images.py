@@ -43,7 +43,7 @@ def _take(text: str, found: dict[str, InlineImage]) -> str:
     match = _DATA_URL.match(text) or _INVARIANT.match(text)
     if match is None:
         return text
-    body = text[match.end():]
+    body = text[match.end() :]
     if len(body) < _MIN_INLINE:
         return text
     try:
@@ -65,7 +65,9 @@ def extract_images(value: Any, found: dict[str, InlineImage]) -> Any:
     cheaply whether anything changed.
     """
     if isinstance(value, str):
-        if len(value) >= _MIN_INLINE and (value.startswith("data:image/") or "base64_img: " in value[:20]):
+        if len(value) >= _MIN_INLINE and (
+            value.startswith("data:image/") or "base64_img: " in value[:20]
+        ):
             return _take(value, found)
         return value
     if isinstance(value, list):

@@ -195,7 +195,9 @@ def _import_file(
                         trace_row, rows = writer.rows_for(item, converted)
                     except TypeError as exc:  # NaN or >64-bit numbers from a lenient parser
                         problems.add(
-                            _with_file(problem(item.location, f"cannot be kept as JSON: {exc}"), name)
+                            _with_file(
+                                problem(item.location, f"cannot be kept as JSON: {exc}"), name
+                            )
                         )
                     else:
                         if not problems.count:
@@ -205,7 +207,9 @@ def _import_file(
                 progress(pos - last_pos)
                 last_pos = pos
     except RecursionError:
-        problems.add(_with_file(problem({}, "JSON nested too deeply to import", rule="depth"), name))
+        problems.add(
+            _with_file(problem({}, "JSON nested too deeply to import", rule="depth"), name)
+        )
     except (ValueError, UnicodeDecodeError) as exc:  # a parser error mid-stream
         problems.add(_with_file(problem({}, f"invalid JSON: {exc}", rule="json"), name))
     if not found_any:

@@ -36,7 +36,10 @@ class JsonArray:
             for index, value in enumerate(items, start=1):
                 yield trace_from_value(value, {"trace": index})
         except ijson.JSONError as exc:
-            yield FormatProblem(f"invalid JSON: {exc}", {}, rule="json")
+            message = str(exc)
+            if "integer overflow" in message:
+                message += " (an integer does not fit in 64 bits)"
+            yield FormatProblem(f"invalid JSON: {message}", {}, rule="json")
 
 
 FORMAT = JsonArray()

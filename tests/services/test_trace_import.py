@@ -1,0 +1,226 @@
+import json
+
+import orjson
+import pytest
+
+from tests.conftest import FIXTURES, as_file
+from traces.errors import ImportFailed
+from traces.models import Block, Dataset, Trace
+from traces.selectors.exports import trace_events
+from traces.services.imports import trace_import
+
+
+def run(org, *files, dataset="runs"):
+    return trace_import(organization=org, dataset_name=dataset, files=list(files))
+
+
+def tree(trace):
+    blocks = list(trace.blocks.order_by("created_at", "id"))
+    by_id = {b.id: b for b in blocks}
+    return [(b.sub_type, by_id[b.parent_id].sub_type if b.parent_id else None) for b in blocks]
+
+
+def test_it_imports_the_spec000_full_trace_example_verbatim(org):
+    path = FIXTURES / "spec000_full_trace.json"
+    result = run(org, (path.name, path.open("rb")))
+    assert (result.traces, result.blocks) == (1, 5)
+    trace = Trace.objects.get()
+    assert tree(trace) == [
+        ("MESSAGE", None),
+        ("MESSAGE", None),
+        ("TOOL_CALL", "MESSAGE"),
+        ("TOOL_RESULT", "TOOL_CALL"),
+        ("MESSAGE", None),
+    ]
+    assert trace_events(trace=trace) == json.loads(path.read_text())
+
+
+def test_it_imports_the_spec004_example_trace_verbatim(org):
+    path = FIXTURES / "spec004_example_trace.json"
+    result = run(org, (path.name, path.open("rb")))
+    assert (result.traces, result.blocks) == (1, 4)
+    trace = Trace.objects.get()
+    assert tree(trace) == [
+        ("MESSAGE", None),
+        ("TOOL_CALL", "MESSAGE"),
+        ("TOOL_RESULT", "TOOL_CALL"),
+        ("THINK", "MESSAGE"),
+    ]
+    result_block = trace.blocks.get(sub_type="TOOL_RESULT")
+    assert result_block.payload == {"call_id": "call_1", "output": {"forecast": "22Β°C cloudy"}}
+
+
+def test_it_reads_invariant_jsonl_with_dataset_metadata_and_trace_metadata(org):
+    lines = [
+        {"metadata": {"benchmark": "demo", "accuracy": 0.5}},
+        {"messages": [{"role": "user", "content": "hi"}], "metadata": {"reward": 1, "task": "a"}},
+        [{"metadata": {"reward": False}}, {"role": "user", "content": "hello"}],
+    ]
+    data = "\n".join(json.dumps(line) for line in lines) + "\n"
+    result = run(org, as_file(data, "runs.jsonl"))
+    assert result.traces == 2
+    dataset = Dataset.objects.get()
+    assert dataset.metadata == {"benchmark": "demo", "accuracy": 0.5}
+    first, second = Trace.objects.order_by("index")
+    assert (first.index, first.reward, first.metadata) == (0, 1.0, {"reward": 1, "task": "a"})
+    assert (second.index, second.reward) == (1, 0.0)
+
+
+def test_it_reads_a_json_array_of_traces(org):
+    data = [
+        [{"role": "user", "content": "one"}],
+        {"messages": [{"role": "user", "content": "two"}], "metadata": {"name": "second"}},
+    ]
+    result = run(org, as_file(json.dumps(data)))
+    assert result.traces == 2
+    assert list(Trace.objects.order_by("index").values_list("name", flat=True)) == ["", "second"]
+
+
+def test_it_continues_indices_across_imports_into_one_dataset(org):
+    run(org, as_file('[{"role": "user", "content": "a"}]'))
+    run(org, as_file('[{"role": "user", "content": "b"}]'))
+    assert list(Trace.objects.order_by("index").values_list("index", flat=True)) == [0, 1]
+
+
+def test_it_links_outputs_by_id_list_order_and_legacy_function_call(org):
+    events = [
+        {"role": "user", "content": "go"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "a", "name": "flat", "arguments": {"x": 1}},
+                {"id": "b", "function": "inspect_style", "arguments": {}},
+                {"type": "function", "function": {"name": "noid", "arguments": '{"q": 1}'}},
+            ],
+        },
+        {"role": "tool", "id": "a", "content": "by id"},
+        {"role": "tool", "tool_call_ids": ["b"], "content": "by list"},
+        {"role": "tool", "content": "by order"},
+        {"role": "assistant", "content": "", "function_call": {"name": "f", "arguments": "{}"}},
+        {"role": "function", "name": "f", "content": "legacy"},
+    ]
+    run(org, as_file(json.dumps(events)))
+    calls = {b.payload["name"]: b for b in Block.objects.filter(sub_type="TOOL_CALL")}
+    results = {b.payload["output"]: b for b in Block.objects.filter(sub_type="TOOL_RESULT")}
+    assert results["by id"].parent_id == calls["flat"].id
+    assert results["by list"].parent_id == calls["inspect_style"].id
+    assert results["by order"].parent_id == calls["noid"].id
+    assert results["legacy"].parent_id == calls["f"].id
+    assert calls["noid"].payload["arguments"] == {"q": 1}
+    assert calls["noid"].metadata["call_id_generated"] is True
+
+
+def test_it_keeps_unparseable_arguments_as_the_model_wrote_them(org):
+    events = [
+        {"role": "user", "content": "go"},
+        {
+            "role": "assistant",
+            "tool_calls": [{"id": "1", "function": {"name": "f", "arguments": "{oops"}}],
+        },
+    ]
+    run(org, as_file(json.dumps(events)))
+    call = Block.objects.get(sub_type="TOOL_CALL")
+    assert call.payload["arguments"] == "{oops"
+    assert "not JSON" in call.metadata["arguments_unparsed"]
+
+
+def test_it_turns_reasoning_into_think_blocks_and_keeps_free_text_roles(org):
+    events = [
+        {"role": "Orchestrator (thought)", "content": "plan"},
+        {"role": "developer", "content": "rules"},
+        {"role": "assistant", "content": "ok", "reasoning_content": "let me think"},
+        {
+            "role": "assistant",
+            "content": [{"type": "thinking", "thinking": "more"}, {"type": "text", "text": "done"}],
+        },
+    ]
+    run(org, as_file(json.dumps(events)))
+    roles = [b.payload["role"] for b in Block.objects.filter(sub_type="MESSAGE").order_by("id")]
+    assert roles == ["Orchestrator (thought)", "developer", "assistant", "assistant"]
+    thinks = sorted(b.payload["text"] for b in Block.objects.filter(sub_type="THINK"))
+    assert thinks == ["let me think", "more"]
+
+
+def test_it_keeps_a_user_turn_that_only_calls_tools(org):
+    events = [
+        {
+            "role": "user",
+            "content": None,
+            "tool_calls": [{"id": "u1", "name": "toggle", "arguments": {}}],
+        },
+        {"role": "tool", "id": "u1", "content": "done", "requestor": "user"},
+    ]
+    run(org, as_file(json.dumps(events)))
+    message = Block.objects.get(sub_type="MESSAGE")
+    assert message.payload == {"role": "user", "content": None}
+
+
+def test_it_gives_back_every_string_key_order_and_number(org):
+    tricky = "nul\u0000 emoji \U0001f600 crlf\r\n tab\t é"
+    events = [
+        {"role": "user", "content": tricky, "zeta": 1, "alpha": {"b": 2, "a": 1}},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c",
+                    "type": "function",
+                    "function": {"name": "f", "arguments": {"z": 1.5, "a": 10**18, "m": -0.0}},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c", "content": tricky},
+    ]
+    raw = orjson.dumps(events)
+    run(org, as_file(raw))
+    exported = orjson.dumps(trace_events(trace=Trace.objects.get()))
+    assert exported == raw
+    args = Block.objects.get(sub_type="TOOL_CALL").payload["arguments"]
+    assert list(args) == ["z", "a", "m"]
+
+
+def test_it_stores_an_inline_image_once_and_exports_it_byte_for_byte(org):
+    import base64
+
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4).decode()
+    url = f"data:image/png;base64,{png}"
+    events = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "see"},
+                {"type": "image_url", "image_url": {"url": url}},
+            ],
+        },
+        {"role": "assistant", "content": f"base64_img: {png}"},
+    ]
+    raw = orjson.dumps(events)
+    result = run(org, as_file(raw))
+    assert result.images == 1
+    message = Block.objects.filter(sub_type="MESSAGE").order_by("id").first()
+    assert png not in orjson.dumps(message.payload).decode()
+    assert orjson.dumps(trace_events(trace=Trace.objects.get())) == raw
+
+
+def test_it_writes_nothing_when_one_trace_of_many_is_bad_and_reports_where(org):
+    good = json.dumps([{"role": "user", "content": "fine"}])
+    bad = json.dumps(
+        [{"role": "user", "content": "x"}, {"role": "tool", "tool_call_id": "nope", "content": "?"}]
+    )
+    with pytest.raises(ImportFailed) as caught:
+        run(org, as_file(f"{good}\n{bad}\n{good}\n", "mixed.jsonl"))
+    assert caught.value.problems == [
+        {
+            "file": "mixed.jsonl",
+            "line": 2,
+            "trace": 1,
+            "event": 1,
+            "field": "tool_call_id",
+            "code": "VALIDATION",
+            "rule": "unknown_call_id",
+            "message": "tool output answers call id 'nope', which no earlier tool call has",
+        }
+    ]
+    assert (Dataset.objects.count(), Trace.objects.count(), Block.objects.count()) == (0, 0, 0)

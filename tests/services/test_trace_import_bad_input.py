@@ -1,0 +1,193 @@
+"""Every kind of bad input gets a clear problem, and nothing is written."""
+
+import json
+
+import pytest
+from django.test import override_settings
+
+from tests.conftest import as_file
+from traces.errors import ImportFailed
+from traces.models import Block, Dataset, Image, Trace
+from traces.services.imports import trace_import
+
+USER = {"role": "user", "content": "hi"}
+
+
+def problems_for(org, data, name="bad.json"):
+    before = (Dataset.objects.count(), Trace.objects.count(), Block.objects.count())
+    with pytest.raises(ImportFailed) as caught:
+        trace_import(organization=org, dataset_name="runs", files=[as_file(data, name)])
+    after = (Dataset.objects.count(), Trace.objects.count(), Block.objects.count())
+    assert after == before, "a failed import wrote something"
+    assert Image.objects.count() == 0
+    return caught.value.problems
+
+
+def only(problems):
+    assert len(problems) == 1, problems
+    return problems[0]
+
+
+def test_it_refuses_an_empty_file(org):
+    found = only(problems_for(org, b""))
+    assert (found["file"], found["message"]) == ("bad.json", "the file is empty")
+
+
+def test_it_refuses_invalid_json_and_says_so(org):
+    found = only(problems_for(org, b'[{"role": "user", "content": }]'))
+    assert found["message"].startswith("invalid JSON")
+    assert found["rule"] == "json"
+
+
+def test_it_names_the_truncated_last_line(org):
+    good = json.dumps([USER])
+    found = only(problems_for(org, f'{good}\n{good}\n[{{"role": "us', "runs.jsonl"))
+    assert found["line"] == 3
+    assert found["message"].startswith("invalid JSON")
+
+
+def test_it_refuses_invalid_utf8(org):
+    data = json.dumps([USER]).encode() + b"\n" + b'[{"role": "user", "content": "\xff\xfe"}]\n'
+    found = only(problems_for(org, data, "runs.jsonl"))
+    assert found["line"] == 2
+    assert "invalid JSON" in found["message"] and "utf-8" in found["message"].lower()
+
+
+def test_it_refuses_a_byte_order_mark(org):
+    found = only(problems_for(org, b"\xef\xbb\xbf" + json.dumps([USER]).encode()))
+    assert "byte order mark" in found["message"]
+
+
+def test_it_refuses_json_nested_10000_deep(org):
+    deep = "[" * 10000 + "]" * 10000
+    found = only(problems_for(org, json.dumps([USER]) + "\n" + deep + "\n", "runs.jsonl"))
+    assert found["line"] == 2
+    assert found["message"].startswith("invalid JSON: nested too deeply")
+
+
+def test_it_refuses_nested_10000_deep_in_a_plain_json_file(org):
+    deep = '[{"role": "user", "content": ' + "[" * 10000 + "]" * 10000 + "}]"
+    found = problems_for(org, deep)
+    assert any("deep" in p["message"].lower() or "recursion" in p["message"].lower() for p in found)
+
+
+def test_it_refuses_nan(org):
+    found = problems_for(org, '[{"role": "user", "content": "x", "score": NaN}]\n' * 2, "r.jsonl")
+    assert [p["line"] for p in found] == [1, 2]
+    assert found[0]["message"].startswith("invalid JSON: unexpected character")
+
+
+def test_it_refuses_numbers_beyond_64_bits(org):
+    data = '[{"role": "user", "content": "x", "n": 18446744073709551616}]\n'
+    found = problems_for(org, data * 2, "runs.jsonl")
+    assert [p["line"] for p in found] == [1, 2]
+    assert found[0]["message"] == (
+        "invalid JSON: the integer 18446744073709551616 does not fit in 64 bits; "
+        "write it as a string or a float"
+    )
+
+
+def test_it_refuses_numbers_beyond_64_bits_in_a_json_array(org):
+    found = only(problems_for(org, '[{"role": "user", "content": "x", "n": 18446744073709551616}]'))
+    assert "integer overflow" in found["message"] and "64 bits" in found["message"]
+
+
+def test_it_refuses_a_trace_of_zero_events(org):
+    found = only(problems_for(org, json.dumps([USER]) + "\n[]\n", "runs.jsonl"))
+    assert (found["line"], found["message"]) == (2, "a trace needs at least one event")
+
+
+def test_it_refuses_an_empty_array_file(org):
+    found = only(problems_for(org, "[]"))
+    assert found["message"] == "the array is empty: no trace to import"
+
+
+def test_it_refuses_a_tool_result_pointing_at_an_unknown_call(org):
+    data = json.dumps([USER, {"role": "tool", "tool_call_id": "ghost", "content": "?"}])
+    found = only(problems_for(org, data))
+    assert (found["event"], found["rule"]) == (1, "unknown_call_id")
+
+
+def test_it_refuses_a_parent_of_the_wrong_kind(org):
+    blocks = [
+        {"id": "m", "sub_type": "MESSAGE", "payload": {"role": "user", "content": "q"}},
+        {"id": "t", "sub_type": "THINK", "parent_block_id": "m", "payload": {"text": "hmm"}},
+        {
+            "sub_type": "TOOL_CALL",
+            "parent_block_id": "t",
+            "payload": {"call_id": "c", "name": "f", "arguments": {}},
+        },
+    ]
+    found = only(problems_for(org, json.dumps(blocks)))
+    assert (found["block"], found["code"]) == (2, "PARENT_SUBTYPE_MISMATCH")
+    assert found["message"] == "a TOOL_CALL block must hang under a MESSAGE, not a THINK"
+
+
+def test_it_refuses_a_duplicate_call_id(org):
+    call = {"id": "dup", "type": "function", "function": {"name": "f", "arguments": {}}}
+    data = json.dumps([USER, {"role": "assistant", "content": None, "tool_calls": [call, call]}])
+    found = only(problems_for(org, data))
+    assert (found["code"], found["field"]) == ("DUPLICATE_CALL_ID", "tool_calls[1].id")
+
+
+@override_settings(LIMIT_MSG_BYTES=10)
+def test_it_refuses_a_payload_over_its_limit_with_the_exact_size(org):
+    text = "é" * 8  # 16 bytes in UTF-8
+    found = only(problems_for(org, json.dumps([{"role": "user", "content": text}])))
+    assert found["code"] == "PAYLOAD_TOO_LARGE"
+    assert found["message"] == "message content exceeds 10 bytes limit"
+    assert found["details"] == {
+        "sub_type": "MESSAGE",
+        "limit_bytes": 10,
+        "actual_bytes": 16,
+        "trace_id": None,
+        "parent_block_id": None,
+    }
+
+
+@override_settings(LIMIT_TOOL_RESULT_BYTES=4)
+def test_it_refuses_a_tool_result_over_its_limit(org):
+    data = json.dumps(
+        [
+            USER,
+            {
+                "role": "assistant",
+                "tool_calls": [{"id": "1", "function": {"name": "f", "arguments": {}}}],
+            },
+            {"role": "tool", "tool_call_id": "1", "content": "12345"},
+        ]
+    )
+    found = only(problems_for(org, data))
+    assert (found["event"], found["code"], found["details"]["actual_bytes"]) == (
+        2,
+        "PAYLOAD_TOO_LARGE",
+        5,
+    )
+
+
+def test_it_refuses_a_role_the_blocks_format_does_not_allow(org):
+    blocks = [{"sub_type": "MESSAGE", "payload": {"role": "robot", "content": "beep"}}]
+    found = only(problems_for(org, json.dumps(blocks)))
+    assert (found["field"], found["rule"]) == ("payload.role", "enum")
+
+
+def test_it_refuses_an_event_without_a_role(org):
+    found = only(problems_for(org, json.dumps([USER, {"role": 42, "content": "x"}])))
+    assert (found["event"], found["field"]) == (1, "role")
+
+
+def test_it_refuses_an_invalid_tool_name(org):
+    call = {"id": "1", "function": {"name": "bad name", "arguments": {}}}
+    found = only(problems_for(org, json.dumps([USER, {"role": "assistant", "tool_calls": [call]}])))
+    assert (found["field"], found["rule"]) == ("tool_calls[0].payload.name", "no_whitespace")
+
+
+def test_it_refuses_an_unknown_json_object(org):
+    found = only(problems_for(org, json.dumps({"hello": "world"})))
+    assert "none of the known formats" in found["message"]
+
+
+def test_it_reports_every_problem_not_just_the_first(org):
+    bad = json.dumps([USER, {"role": "tool", "tool_call_id": "x", "content": "?"}])
+    found = problems_for(org, "\n".join([bad, json.dumps([USER]), bad, "{nope"]) + "\n", "r.jsonl")
+    assert [p["line"] for p in found] == [1, 3, 4]

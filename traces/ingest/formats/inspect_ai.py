@@ -1,0 +1,134 @@
+"""Inspect AI eval logs (JSON): `{version, status, eval, plan, results, stats, samples}`.
+
+One trace per sample (per epoch). Its `messages` are kept as they are (tool calls
+`{id, function: "<name>", arguments}`, outputs linked by `tool_call_id`), except that
+`attachment://<hash>` strings are replaced by the sample's `attachments[hash]`, so the
+events hold the real text or image data URL. Read in one incremental pass.
+"""
+
+import re
+from collections.abc import Iterator
+from typing import Any, BinaryIO
+
+import ijson
+
+from traces.ingest.formats.tau2 import compact, iter_top_level, number
+from traces.ingest.types import DatasetMetadata, FormatProblem, Item, Sniff, TraceDraft
+
+ATTACHMENT = "attachment://"
+_REF = re.compile(r"attachment://([0-9a-f]{32})")
+# Sample fields that are the run itself or too big for metadata.
+LEFT_OUT = {"messages", "events", "transcript", "attachments", "store", "output"}
+# Inspect's letter scores (CORRECT, INCORRECT, PARTIAL, NOANSWER) as numbers.
+LETTERS = {"C": 1, "I": 0, "P": 0.5, "N": 0}
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def resolve(value: Any, attachments: dict[str, Any]) -> Any:
+    """`value` with every `attachment://<hash>` the sample has replaced by its content."""
+    if isinstance(value, str):
+        if not value.startswith(ATTACHMENT) and ATTACHMENT not in value:
+            return value
+        if value[len(ATTACHMENT) :] in attachments:
+            return attachments[value[len(ATTACHMENT) :]]
+        return _REF.sub(lambda m: str(attachments.get(m.group(1), m.group(0))), value)
+    if isinstance(value, dict):
+        return {k: resolve(v, attachments) for k, v in value.items()}
+    if isinstance(value, list):
+        return [resolve(v, attachments) for v in value]
+    return value
+
+
+def score_reward(value: Any) -> float | int | None:
+    if isinstance(value, str):
+        return LETTERS.get(value)
+    return number(value)
+
+
+def _run_facts(top: dict[str, Any]) -> dict[str, Any]:
+    ev, results, stats = (_dict(top.get(k)) for k in ("eval", "results", "stats"))
+    facts: dict[str, Any] = {
+        "benchmark": ev.get("task"),
+        "framework": "inspect-ai",
+        "model": ev.get("model"),
+        "status": top.get("status"),
+        "eval_id": ev.get("eval_id"),
+        "run_id": ev.get("run_id"),
+        "eval_task_id": ev.get("task_id"),
+        "created": ev.get("created"),
+        "dataset": ev.get("dataset"),
+        "task_args": ev.get("task_args") or None,
+        "model_args": ev.get("model_args") or None,
+        "results": results or None,
+        "started_at": stats.get("started_at"),
+        "completed_at": stats.get("completed_at"),
+        "error": top.get("error"),
+    }
+    scores = results.get("scores")
+    first = _dict(scores[0]) if isinstance(scores, list) and scores else {}
+    accuracy = number(_dict(_dict(first.get("metrics")).get("accuracy")).get("value"))
+    if accuracy is not None:
+        facts["accuracy"] = accuracy
+    return compact({k: v for k, v in facts.items() if v is not None})
+
+
+def _trace(sample: Any, index: int) -> TraceDraft | FormatProblem:
+    where = {"trace": index}
+    if not isinstance(sample, dict):
+        return FormatProblem("a sample must be a JSON object", where)
+    if not isinstance(sample.get("messages"), list):
+        return FormatProblem("a sample needs a `messages` array", {**where, "field": "messages"})
+    events = resolve(sample["messages"], _dict(sample.get("attachments")))
+    metadata = compact({k: v for k, v in sample.items() if k not in LEFT_OUT})
+    scores = sample.get("scores")
+    if not isinstance(scores, dict) and isinstance(sample.get("score"), dict):
+        scores = {"score": sample["score"]}  # logs before scores were per scorer
+    if isinstance(scores, dict) and scores:
+        first = next(iter(scores.values()))
+        reward = score_reward(first.get("value") if isinstance(first, dict) else None)
+        if reward is not None:
+            metadata["reward"] = reward
+    name = ""
+    if sample.get("id") is not None:
+        metadata["task_id"] = sample["id"]
+        name = f"{sample['id']} epoch {sample.get('epoch', 1)}"
+    return TraceDraft(location=where, events=events, metadata=metadata, name=name)
+
+
+class InspectAI:
+    name = "inspect-ai"
+
+    def detect(self, sniff: Sniff) -> bool:
+        return sniff.first_char == "{" and {"eval", "samples"} <= sniff.top_keys
+
+    def read(self, stream: BinaryIO) -> Iterator[Item]:
+        top: dict[str, Any] = {}
+        count = 0
+        try:
+            for key, value in iter_top_level(stream, "samples"):
+                if key != "samples.item":
+                    if key in ("eval", "results", "stats", "status", "error", "samples"):
+                        top[key] = value
+                    if key == "samples":
+                        yield FormatProblem(
+                            f"`samples` must be an array, not {type(value).__name__}",
+                            {"field": "samples"},
+                        )
+                    continue
+                if count == 0:
+                    yield DatasetMetadata(_run_facts(top))
+                yield _trace(value, count)
+                count += 1
+        except ijson.JSONError as exc:
+            yield FormatProblem(f"invalid JSON: {exc}", {}, rule="json")
+            return
+        if count == 0:
+            yield DatasetMetadata(_run_facts(top))
+            if "samples" not in top:
+                yield FormatProblem("no samples: no trace to import", {}, rule="non_empty")
+
+
+FORMAT = InspectAI()

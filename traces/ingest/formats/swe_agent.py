@@ -1,0 +1,99 @@
+"""SWE-agent trajectories (`.traj`): `{environment, trajectory, history, info, replay_config}`.
+
+One trace per file. `history` is the chat as the model saw it (SWE-agent >= 1.0:
+tool calls, outputs linked by a list `tool_call_ids`; older: observations as `user`
+messages, the command in `action`). With no usable history, the chat is taken from
+the last trajectory step's `messages`, else built from the steps. No reward.
+"""
+
+from collections.abc import Iterator
+from typing import Any, BinaryIO
+
+import orjson
+
+from traces.ingest.formats.tau2 import BIG_STRING, compact
+from traces.ingest.types import DatasetMetadata, FormatProblem, Item, Sniff, TraceDraft
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _events_from_trajectory(steps: list[Any]) -> list[Any] | None:
+    if steps and isinstance(steps[-1], dict) and isinstance(steps[-1].get("messages"), list):
+        return steps[-1]["messages"] or None
+    events: list[Any] = []
+    for step in steps:
+        if not isinstance(step, dict):
+            return None
+        said = step.get("response") or step.get("thought") or ""
+        events.append({"role": "assistant", "content": said, "action": step.get("action")})
+        events.append({"role": "user", "content": step.get("observation")})
+    return events or None
+
+
+def _replay_config(data: dict[str, Any]) -> dict[str, Any]:
+    config = data.get("replay_config")
+    if isinstance(config, str):  # some versions store it as a JSON string
+        try:
+            config = orjson.loads(config)
+        except orjson.JSONDecodeError:
+            return {}
+    return _dict(config)
+
+
+def _metadata(data: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    info = {k: v for k, v in _dict(data.get("info")).items() if not k.startswith("edited_files")}
+    metadata: dict[str, Any] = compact(info)
+    if isinstance(info.get("submission"), str):
+        metadata["submission"] = info["submission"][:BIG_STRING]
+    if isinstance(data.get("environment"), str):
+        metadata["environment"] = data["environment"]
+    if isinstance(data.get("trajectory"), list):
+        metadata["steps"] = len(data["trajectory"])
+    problem = {k: v for k, v in _dict(config.get("problem_statement")).items() if k != "text"}
+    if problem:
+        metadata["problem_statement"] = compact(problem)
+    if problem.get("id") is not None:
+        metadata["task_id"] = problem["id"]
+    model = _dict(_dict(config.get("agent")).get("model")).get("name")
+    if model:
+        metadata["model"] = model
+    return metadata
+
+
+class SweAgent:
+    name = "swe-agent"
+
+    def detect(self, sniff: Sniff) -> bool:
+        return sniff.first_char == "{" and {"trajectory", "history"} <= sniff.top_keys
+
+    def read(self, stream: BinaryIO) -> Iterator[Item]:
+        try:
+            data = orjson.loads(stream.read())
+        except orjson.JSONDecodeError as exc:
+            yield FormatProblem(f"invalid JSON: {exc}", {}, rule="json")
+            return
+        where = {"trace": 0}
+        if not isinstance(data, dict):
+            yield FormatProblem("a .traj file must hold a JSON object", where)
+            return
+        history, steps = data.get("history"), data.get("trajectory")
+        events = history if isinstance(history, list) and history else None
+        if events is None and isinstance(steps, list):
+            events = _events_from_trajectory(steps)
+        if events is None:
+            yield FormatProblem(
+                "neither `history` nor `trajectory` holds the run's messages",
+                {**where, "field": "history"},
+            )
+            return
+        config = _replay_config(data)
+        metadata = _metadata(data, config)
+        run = {"agent": "SWE-agent", "model": metadata.get("model")}
+        yield DatasetMetadata({k: v for k, v in run.items() if v})
+        name = str(metadata.get("task_id") or f"SWE-agent run ({metadata.get('exit_status')})")
+        yield TraceDraft(location=where, events=events, metadata=metadata, name=name)
+
+
+FORMAT = SweAgent()

@@ -1,0 +1,64 @@
+"""ToolBench answers: `{win, tree, forward_args, compare_candidates, answer_generation}`.
+
+One trace per file. `answer_generation.train_messages` holds one chat per model call,
+each a prefix of the search path at that call (DFS may drop an earlier "diversity"
+user turn, so they are not strict prefixes): the longest, the latest of equals, is the
+run. Legacy `function_call` + role `function`, no ids. Reward: `win` as 1/0.
+"""
+
+from collections.abc import Iterator
+from typing import Any, BinaryIO
+
+import orjson
+
+from traces.ingest.formats.tau2 import compact, number
+from traces.ingest.types import DatasetMetadata, FormatProblem, Item, Sniff, TraceDraft
+
+# The per-run facts kept from `answer_generation` (not the chats nor tool definitions).
+KEPT = ("query", "final_answer", "finish_type", "query_count", "total_tokens", "valid_data")
+
+
+class ToolBench:
+    name = "toolbench"
+
+    def detect(self, sniff: Sniff) -> bool:
+        return sniff.first_char == "{" and "answer_generation" in sniff.top_keys
+
+    def read(self, stream: BinaryIO) -> Iterator[Item]:
+        try:
+            data = orjson.loads(stream.read())
+        except orjson.JSONDecodeError as exc:
+            yield FormatProblem(f"invalid JSON: {exc}", {}, rule="json")
+            return
+        where = {"trace": 0}
+        answer = data.get("answer_generation") if isinstance(data, dict) else None
+        if not isinstance(answer, dict):
+            yield FormatProblem("`answer_generation` must be an object", where)
+            return
+        yield DatasetMetadata({"benchmark": "ToolBench"})
+        chats = answer.get("train_messages")
+        field = {**where, "field": "answer_generation.train_messages"}
+        if not isinstance(chats, list) or not all(isinstance(c, list) for c in chats):
+            yield FormatProblem("`train_messages` must be an array of message arrays", field)
+            return
+        if not any(chats):
+            yield FormatProblem("`train_messages` holds no message: nothing to import", field)
+            return
+        longest = max(range(len(chats)), key=lambda i: (len(chats[i]), i))
+        metadata: dict[str, Any] = compact({k: answer[k] for k in KEPT if k in answer})
+        metadata["train_messages_count"] = len(chats)
+        tools = answer.get("function")
+        if isinstance(tools, list):
+            metadata["tools"] = [t.get("name") for t in tools if isinstance(t, dict)]
+        if isinstance(data.get("forward_args"), dict):
+            metadata["forward_args"] = compact(data["forward_args"])
+        if "win" in data:
+            metadata["win"] = data["win"]
+            if number(data["win"]) is not None:
+                metadata["reward"] = number(data["win"])
+        query = answer.get("query")
+        name = " ".join(query.split())[:100] if isinstance(query, str) else ""
+        yield TraceDraft(location=where, events=chats[longest], metadata=metadata, name=name)
+
+
+FORMAT = ToolBench()

@@ -1,0 +1,68 @@
+"""Who&When (failure attribution in multi-agent systems): one log per file,
+`{history, question, question_ID, ground_truth, mistake_agent, mistake_step, ...}`.
+
+`history` is the events: free-text roles ("Orchestrator (thought)", "WebSurfer",
+"human") or `user`/`assistant` with the agent in `name`; no tool calls.
+"""
+
+from collections.abc import Iterator
+from typing import Any, BinaryIO
+
+import orjson
+
+from traces.ingest.formats.tau2 import compact, number
+from traces.ingest.types import DatasetMetadata, FormatProblem, Item, Sniff, TraceDraft
+
+
+def _reward(log: dict[str, Any]) -> float | int | None:
+    """Who&When holds only failed runs, each labelled with the agent and step at fault.
+    The reward is the run's outcome: `is_correct` (algorithm-generated logs: was the
+    final answer right) where present, else 0 for a log with a `mistake_agent` label.
+    `is_corrected` (hand-crafted logs) is kept in metadata but not read as a reward:
+    it does not say whether the system answered correctly."""
+    if isinstance(log.get("is_correct"), bool):
+        return number(log["is_correct"])
+    return 0 if log.get("mistake_agent") else None
+
+
+class WhoAndWhen:
+    name = "who-and-when"
+
+    def detect(self, sniff: Sniff) -> bool:
+        keys = sniff.top_keys
+        return (
+            sniff.first_char == "{"
+            and "history" in keys
+            and bool({"question", "mistake_agent"} & keys)
+            and "trajectory" not in keys
+        )
+
+    def read(self, stream: BinaryIO) -> Iterator[Item]:
+        try:
+            log = orjson.loads(stream.read())
+        except orjson.JSONDecodeError as exc:
+            yield FormatProblem(f"invalid JSON: {exc}", {}, rule="json")
+            return
+        where = {"trace": 0}
+        if not isinstance(log, dict) or not isinstance(log.get("history"), list):
+            yield FormatProblem("a log needs a `history` array", {**where, "field": "history"})
+            return
+        yield DatasetMetadata({"benchmark": "Who&When"})
+        # The agents' system prompts are long: only the agents' names are kept.
+        metadata: dict[str, Any] = compact(
+            {k: v for k, v in log.items() if k not in ("history", "system_prompt")}
+        )
+        if isinstance(log.get("question"), str):
+            metadata["question"] = log["question"]  # up to ~2 KB, always kept
+        if isinstance(log.get("system_prompt"), dict):
+            metadata["agents"] = list(log["system_prompt"])
+        if (reward := _reward(log)) is not None:
+            metadata["reward"] = reward
+        if log.get("question_ID") is not None:
+            metadata["task_id"] = log["question_ID"]
+        question = log.get("question")
+        name = " ".join(question.split())[:100] if isinstance(question, str) else ""
+        yield TraceDraft(location=where, events=log["history"], metadata=metadata, name=name)
+
+
+FORMAT = WhoAndWhen()

@@ -1,0 +1,50 @@
+import sys
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from traces.errors import ImportFailed, TraceStoreError
+from traces.problems import problem_line
+from traces.services.imports import trace_import
+from traces.services.organizations import organization_get_or_create
+
+
+class Command(BaseCommand):
+    help = "Import trace files (any supported format) into a dataset, all or nothing."
+
+    def add_arguments(self, parser):
+        parser.add_argument("paths", nargs="+", type=Path)
+        parser.add_argument("--dataset", required=True, help="dataset name (created if needed)")
+        parser.add_argument("--org", default="default", help="organization slug")
+        parser.add_argument("--no-progress", action="store_true")
+
+    def handle(self, *args, paths, dataset, org, no_progress, **options):
+        missing = [str(p) for p in paths if not p.is_file()]
+        if missing:
+            raise CommandError(f"not a file: {', '.join(missing)}")
+        total = sum(p.stat().st_size for p in paths)
+        show = not no_progress and sys.stderr.isatty()
+        bar = tqdm(total=total, unit="B", unit_scale=True, disable=not show, file=sys.stderr)
+        handles = [(str(p), p.open("rb")) for p in paths]
+        try:
+            organization = organization_get_or_create(slug=org)
+            result = trace_import(
+                organization=organization, dataset_name=dataset, files=handles, progress=bar.update
+            )
+        except ImportFailed as exc:
+            bar.close()
+            for found in exc.problems:
+                self.stderr.write(problem_line(found))
+            raise CommandError(exc.message) from None
+        except TraceStoreError as exc:
+            raise CommandError(exc.message) from None
+        finally:
+            bar.close()
+            for _, handle in handles:
+                handle.close()
+        self.stdout.write(
+            f"Imported {result.traces} traces, {result.blocks} blocks, {result.images} images "
+            f"into dataset {result.dataset.name!r} ({result.dataset.pk}) "
+            f"in {result.seconds:.2f} s"
+        )
