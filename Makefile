@@ -1,0 +1,37 @@
+# Two commands do all the set-up: `make run` and `make test` (see README.md).
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: install run test lint format clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: install
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py load_demo
+	@echo "Serving on http://$(HOST):$(PORT)/ (log in as demo / demo; admin at /admin/)"
+	DEBUG=1 $(PY) manage.py runserver $(HOST):$(PORT)
+
+test: install
+	$(PY) manage.py collectstatic --noinput --verbosity 0
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest
+
+lint: install
+	$(VENV)/bin/ruff check .
+
+format: install
+	$(VENV)/bin/ruff format .
+
+clean:
+	rm -rf $(VENV) staticfiles db.sqlite3* test-db.sqlite3*
