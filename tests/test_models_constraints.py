@@ -1,0 +1,71 @@
+"""Rules the database itself holds, so that no way in and no race can break them."""
+
+import pytest
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from traces.models import Block, Dataset, Trace
+
+
+@pytest.fixture
+def trace(org):
+    dataset = Dataset.objects.create(organization=org, name="d")
+    return Trace.objects.create(organization=org, dataset=dataset)
+
+
+def make(trace, sub_type, block_type, payload, parent=None, call_id=None, seq=None):
+    now = timezone.now()
+    return Block.objects.create(
+        trace=trace, sub_type=sub_type, block_type=block_type, payload=payload, parent=parent,
+        call_id=call_id, result_seq=seq, created_at=now, updated_at=now,
+    )  # fmt: skip
+
+
+def refused(fn):
+    with pytest.raises(IntegrityError), transaction.atomic():
+        fn()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_database_refuses_a_second_call_with_the_same_call_id(trace):
+    message = make(trace, "MESSAGE", "MESSAGE", {"role": "user", "content": "x"})
+    make(trace, "TOOL_CALL", "ACT", {}, message, "c1")
+    refused(lambda: make(trace, "TOOL_CALL", "ACT", {}, message, "c1"))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_database_refuses_a_second_result_with_the_same_seq(trace):
+    message = make(trace, "MESSAGE", "MESSAGE", {})
+    call = make(trace, "TOOL_CALL", "ACT", {}, message, "c1")
+    make(trace, "TOOL_RESULT", "OBSERVE", {}, call, "c1", -1)
+    refused(lambda: make(trace, "TOOL_RESULT", "OBSERVE", {}, call, "c1", -1))
+    make(trace, "TOOL_RESULT", "OBSERVE", {}, call, "c1", 0)
+
+
+def test_the_database_refuses_a_block_type_that_contradicts_the_sub_type(trace):
+    refused(lambda: make(trace, "MESSAGE", "ACT", {}))
+
+
+def test_the_database_refuses_a_tool_call_without_a_parent(trace):
+    refused(lambda: make(trace, "TOOL_CALL", "ACT", {}, None, "c1"))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_database_refuses_a_parent_in_another_trace(trace, org):
+    other = Trace.objects.create(organization=org)
+    message = make(other, "MESSAGE", "MESSAGE", {})
+
+    def cross_trace():
+        make(trace, "THINK", "ACT", {"text": "x"}, message)
+        # PostgreSQL checks the deferred composite key at commit.
+        transaction.get_connection().check_constraints()
+
+    refused(cross_trace)
+    assert not trace.blocks.exists()
+
+
+def test_json_text_fields_keep_key_order_and_nul(trace):
+    payload = {"z": "\u0000", "a": [1, {"y": 2, "b": 3}]}
+    block = make(trace, "MESSAGE", "MESSAGE", payload)
+    assert list(Block.objects.get(pk=block.pk).payload) == ["z", "a"]
+    assert Block.objects.get(pk=block.pk).payload == payload

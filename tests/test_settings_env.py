@@ -1,0 +1,38 @@
+"""Settings come from the environment and fail loudly on bad values."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_settings(**env):
+    full = {**os.environ, "DJANGO_SETTINGS_MODULE": "explorer.settings", **env}
+    return subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        cwd=ROOT, env=full, capture_output=True, text=True,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"LIMIT_MSG_BYTES": "lots"}, "LIMIT_MSG_BYTES='lots' is not an integer"),
+        ({"LIMIT_TOOL_RESULT_BYTES": "-5"}, "LIMIT_TOOL_RESULT_BYTES='-5' must be a positive"),
+        ({"DEBUG": "maybe"}, "DEBUG='maybe' is not a boolean"),
+        ({"DATABASE_URL": "mysql://x/y"}, "only sqlite:// and postgres:// are supported"),
+        ({"ALLOWED_HOSTS": " , "}, "ALLOWED_HOSTS=' , ' names no value"),
+    ],
+)
+def test_it_refuses_bad_settings_with_the_variable_named(env, message):
+    result = load_settings(**env)
+    assert result.returncode != 0
+    assert message in result.stderr
+
+
+def test_it_starts_with_good_settings():
+    assert load_settings(LIMIT_MSG_BYTES="1000", DEBUG="true").returncode == 0
