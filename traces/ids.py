@@ -52,3 +52,7 @@ def trace_id() -> str:
 
 def block_id() -> str:
     return new_id("tb")
+
+
+def api_key_id() -> str:
+    return new_id("key")

@@ -195,3 +195,25 @@ class Image(models.Model):
 
     def __str__(self) -> str:
         return f"{self.sha256[:12]} ({self.mime_type}, {self.size} B)"
+
+
+class ApiKey(models.Model):
+    """A bearer key of one organization. Only its SHA-256 is stored: keys are long and
+    random, so a fast hash is as safe as a slow one and keeps every request cheap."""
+
+    id = models.CharField(primary_key=True, max_length=32, default=ids.api_key_id, editable=False)
+    organization = models.ForeignKey(
+        Organization, on_delete=models.CASCADE, related_name="api_keys"
+    )
+    name = models.CharField(max_length=200, blank=True, default="")
+    prefix = models.CharField(max_length=16)
+    key_hash = models.CharField(max_length=64, unique=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.name or 'unnamed'})"

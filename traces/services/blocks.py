@@ -1,0 +1,196 @@
+"""Appending blocks to a trace through the API: one at a time or a batch."""
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from traces import ids
+from traces.errors import (
+    DuplicateCallId,
+    DuplicateResultSeq,
+    TraceStoreError,
+    ValidationFailed,
+)
+from traces.models import Block, Trace
+from traces.validation import Context, Limits, ParentInfo, ValidBlock, validate_block
+
+BATCH_MAX = 1000
+
+
+@dataclass
+class BlockInput:
+    sub_type: Any
+    payload: Any
+    block_type: Any = None
+    parent_block_id: Any = None
+    raw: Any = None
+    extra: Any = None
+    ref: Any = None
+
+
+def _duplicate_error(exc: IntegrityError, valid: ValidBlock) -> TraceStoreError:
+    text = str(exc)
+    if "result_seq" in text or "block_unique_result_seq" in text:
+        seq = None if valid.result_seq == -1 else valid.result_seq
+        return DuplicateResultSeq(
+            f"this trace already has a TOOL_RESULT for call_id {valid.call_id!r} with seq {seq}",
+            {"field": "payload.seq", "call_id": valid.call_id, "seq": seq},
+        )
+    if "call_id" in text or "block_unique_call_id" in text:
+        return DuplicateCallId(
+            f"this trace already has a TOOL_CALL with call_id {valid.call_id!r}",
+            {"field": "payload.call_id", "call_id": valid.call_id},
+        )
+    raise exc
+
+
+def _parent_of(trace: Trace, parent_block_id: Any) -> ParentInfo | None:
+    if parent_block_id is None:
+        return None
+    if not isinstance(parent_block_id, str):
+        raise ValidationFailed(
+            "parent_block_id must be a string", {"field": "parent_block_id", "rule": "type"}
+        )
+    row = (
+        Block.objects.filter(trace=trace, id=parent_block_id)
+        .values_list("sub_type", "call_id")
+        .first()
+    )
+    if row is None:
+        raise ValidationFailed(
+            f"parent_block_id {parent_block_id!r} names no block of this trace",
+            {"field": "parent_block_id", "rule": "parent_exists"},
+        )
+    return ParentInfo(id=parent_block_id, sub_type=row[0], call_id=row[1])
+
+
+def _check_extra(extra: Any) -> dict[str, Any]:
+    if extra is None:
+        return {}
+    if not isinstance(extra, dict):
+        raise ValidationFailed("extra must be an object", {"field": "extra", "rule": "type"})
+    return extra
+
+
+def _new_block(trace: Trace, valid: ValidBlock, block: BlockInput, parent_id: str | None, now):
+    return Block(
+        id=ids.block_id(),
+        trace=trace,
+        block_type=valid.block_type,
+        sub_type=valid.sub_type,
+        parent_id=parent_id,
+        payload=valid.payload,
+        metadata=dict(valid.notes),
+        raw=block.raw,
+        extra=_check_extra(block.extra),
+        call_id=valid.call_id,
+        result_seq=valid.result_seq,
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def _touch(trace: Trace, added: int) -> None:
+    Trace.objects.filter(pk=trace.pk).update(
+        block_count=F("block_count") + added, updated_at=timezone.now()
+    )
+
+
+def block_create(*, trace: Trace, block: BlockInput, limits: Limits | None = None) -> Block:
+    limits = limits or Limits.from_settings()
+    parent = _parent_of(trace, block.parent_block_id)
+    valid = validate_block(
+        sub_type=block.sub_type,
+        block_type=block.block_type,
+        payload=block.payload,
+        parent=parent,
+        limits=limits,
+        ctx=Context(trace_id=trace.pk, parent_block_id=block.parent_block_id),
+    )
+    row = _new_block(trace, valid, block, block.parent_block_id, timezone.now())
+    try:
+        with transaction.atomic():
+            row.save(force_insert=True)
+            _touch(trace, 1)
+    except IntegrityError as exc:
+        raise _duplicate_error(exc, valid) from None
+    return row
+
+
+def _with_index(exc: TraceStoreError, index: int) -> TraceStoreError:
+    exc.details = {"index": index, **exc.details}
+    exc.message = f"block {index}: {exc.message}"
+    return exc
+
+
+def blocks_create_batch(
+    *, trace: Trace, blocks: list[BlockInput], limits: Limits | None = None
+) -> list[Block]:
+    """All or nothing; a parent may be an earlier block of the batch, named by its `ref`."""
+    limits = limits or Limits.from_settings()
+    if not blocks or len(blocks) > BATCH_MAX:
+        raise ValidationFailed(
+            f"a batch holds 1 to {BATCH_MAX} blocks, not {len(blocks)}",
+            {"field": "blocks", "rule": "batch_size", "max": BATCH_MAX},
+        )
+    now = timezone.now()
+    rows: list[Block] = []
+    refs: dict[str, Block] = {}
+    calls = set(
+        Block.objects.filter(trace=trace, sub_type="TOOL_CALL").values_list("call_id", flat=True)
+    )
+    results = set(
+        Block.objects.filter(trace=trace, sub_type="TOOL_RESULT").values_list(
+            "call_id", "result_seq"
+        )
+    )
+    for index, block in enumerate(blocks):
+        try:
+            ref = block.parent_block_id
+            if isinstance(ref, str) and ref in refs:
+                p = refs[ref]
+                parent = ParentInfo(id=p.id, sub_type=p.sub_type, call_id=p.call_id)
+                parent_id = p.id
+            else:
+                parent = _parent_of(trace, ref)
+                parent_id = ref
+            valid = validate_block(
+                sub_type=block.sub_type,
+                block_type=block.block_type,
+                payload=block.payload,
+                parent=parent,
+                limits=limits,
+                ctx=Context(trace_id=trace.pk, parent_block_id=parent_id),
+            )
+            if valid.sub_type == "TOOL_CALL":
+                if valid.call_id in calls:
+                    raise _duplicate_error(IntegrityError("call_id"), valid)
+                calls.add(valid.call_id)
+            if valid.sub_type == "TOOL_RESULT":
+                if (valid.call_id, valid.result_seq) in results:
+                    raise _duplicate_error(IntegrityError("result_seq"), valid)
+                results.add((valid.call_id, valid.result_seq))
+            row = _new_block(trace, valid, block, parent_id, now)
+        except TraceStoreError as exc:
+            raise _with_index(exc, index) from None
+        if block.ref is not None:
+            if not isinstance(block.ref, str) or block.ref in refs:
+                raise _with_index(
+                    ValidationFailed(
+                        "ref must be a string not used by an earlier block of the batch",
+                        {"field": "ref", "rule": "unique"},
+                    ),
+                    index,
+                )
+            refs[block.ref] = row
+        rows.append(row)
+    try:
+        with transaction.atomic():
+            Block.objects.bulk_create(rows, batch_size=500)
+            _touch(trace, len(rows))
+    except IntegrityError as exc:  # a concurrent writer won a race
+        raise _duplicate_error(exc, ValidBlock("", "", {}, None, None)) from None
+    return rows
