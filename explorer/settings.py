@@ -88,7 +88,11 @@ if _database["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "timeout": 30,
     }
-    _database.setdefault("TEST", {})["NAME"] = str(BASE_DIR / "test-db.sqlite3")
+    # A file, not memory, so that live-server and browser tests share it with the test
+    # process; SQLITE_TEST_NAME keeps two suites in one checkout apart.
+    _database.setdefault("TEST", {})["NAME"] = env_str(
+        "SQLITE_TEST_NAME", str(BASE_DIR / "test-db.sqlite3")
+    )
 DATABASES = {"default": _database}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -224,3 +224,24 @@ def test_it_writes_nothing_when_one_trace_of_many_is_bad_and_reports_where(org):
         }
     ]
     assert (Dataset.objects.count(), Trace.objects.count(), Block.objects.count()) == (0, 0, 0)
+
+
+def test_it_gives_a_call_id_reused_after_its_answer_a_new_stored_id(org):
+    def call(cid):
+        return {"id": cid, "type": "function", "function": {"name": "bash", "arguments": {}}}
+
+    events = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": "1", "tool_calls": [call("c")]},
+        {"role": "tool", "tool_call_ids": ["c"], "content": "first"},
+        {"role": "assistant", "content": "2", "tool_calls": [call("c")]},
+        {"role": "tool", "tool_call_ids": ["c"], "content": "second"},
+    ]
+    raw = orjson.dumps(events)
+    run(org, as_file(raw))
+    calls = list(Block.objects.filter(sub_type="TOOL_CALL").order_by("id"))
+    assert [c.call_id for c in calls] == ["c", "c#2"]
+    assert calls[1].metadata["call_id_reused"] == "c"
+    second = Block.objects.get(sub_type="TOOL_RESULT", payload__contains="second")
+    assert second.parent_id == calls[1].id
+    assert orjson.dumps(trace_events(trace=Trace.objects.get())) == raw

@@ -25,7 +25,10 @@ class _Trace:
         self.blocks: list[BlockDraft] = []
         self.images: dict[str, Any] = {}
         self.problems: list[dict[str, Any]] = []
-        self.calls: dict[str, int] = {}  # call_id -> draft index
+        self.calls: dict[str, int] = {}  # stored call_id -> draft index
+        # The id as the file wrote it -> the stored id of its latest call: agents reuse
+        # an id once its call is answered, and stored ids must be unique in a trace.
+        self.current: dict[str, str] = {}
         self.unanswered: list[str] = []  # call ids in call order
         self.results: set[tuple[str, int]] = set()
         self.generated = 0
@@ -132,12 +135,12 @@ def _result_targets(t: _Trace, event: dict[str, Any], i: int) -> list[str] | Non
         wanted, fld = [event["tool_call_id"]], "tool_call_id"
     elif isinstance(event.get("tool_call_ids"), list) and event["tool_call_ids"]:
         wanted, fld = event["tool_call_ids"], "tool_call_ids"
-    elif isinstance(event.get("id"), str) and event["id"] in t.calls:
+    elif isinstance(event.get("id"), str) and event["id"] in t.current:
         wanted, fld = [event["id"]], "id"
     else:
         wanted, fld = [], None
     for call_id in wanted:
-        if not isinstance(call_id, str) or call_id not in t.calls:
+        if not isinstance(call_id, str) or call_id not in t.current:
             t.problems.append(
                 problem(
                     t.where(i),
@@ -148,7 +151,7 @@ def _result_targets(t: _Trace, event: dict[str, Any], i: int) -> list[str] | Non
             )
             return None
     if wanted:
-        return wanted
+        return [t.current[call_id] for call_id in wanted]
     # No link: the earliest unanswered call (by name first for legacy role `function`).
     name = event.get("name")
     for call_id in t.unanswered:
@@ -223,13 +226,22 @@ def _message(t: _Trace, event: dict[str, Any], i: int, raw: Any, content: Any) -
             notes["call_id_generated"] = True
         if not isinstance(call_id, str):
             call_id = str(call_id)
-        if call_id in t.calls:
-            err = DuplicateCallId(
-                f"call id {call_id!r} is used by an earlier tool call of this trace",
-                {"field": f"tool_calls[{j}].id", "rule": "duplicate_call_id", "call_id": call_id},
-            )
-            t.problems.append(problem_from_error(t.where(i), err))
-            continue
+        written = call_id
+        if call_id in t.current:
+            if t.current[call_id] in t.unanswered:
+                err = DuplicateCallId(
+                    f"call id {call_id!r} is used by an earlier tool call of this trace "
+                    "that has no output yet",
+                    {"field": f"tool_calls[{j}].id", "rule": "duplicate_call_id",
+                     "call_id": call_id},
+                )  # fmt: skip
+                t.problems.append(problem_from_error(t.where(i), err))
+                continue
+            n = 2
+            while f"{written}#{n}" in t.calls:
+                n += 1
+            call_id = f"{written}#{n}"
+            notes["call_id_reused"] = written
         if not given or arguments is None:
             arguments = {}
             notes["arguments_missing"] = True
@@ -237,6 +249,7 @@ def _message(t: _Trace, event: dict[str, Any], i: int, raw: Any, content: Any) -
         index = t.add(i, "TOOL_CALL", payload, parent, None, notes, f"tool_calls[{j}].")
         if index is not None:
             t.calls[call_id] = index
+            t.current[written] = call_id
             t.unanswered.append(call_id)
 
 

@@ -1,21 +1,26 @@
-"""Every input format, in the order detection tries them: specific shapes first."""
+"""Every input format, in the order detection tries them: specific shapes first.
 
-from traces.ingest.formats import json_array, jsonl
+Adding a format: one module in traces/ingest/formats/ with a FORMAT, one line here,
+one test file in tests/ingest/formats/.
+"""
+
+from traces.ingest.formats import (
+    inspect_ai,
+    json_array,
+    jsonl,
+    swe_agent,
+    tau2,
+    toolbench,
+    who_and_when,
+)
 from traces.ingest.types import Format
 
-FORMATS: list[Format] = []
-
-
-def _optional(module_name: str) -> None:
-    import importlib
-
-    try:
-        module = importlib.import_module(f"traces.ingest.formats.{module_name}")
-    except ModuleNotFoundError:
-        return
-    FORMATS.append(module.FORMAT)
-
-
-for _name in ("tau2", "swe_agent", "toolbench", "inspect_ai", "who_and_when"):
-    _optional(_name)
-FORMATS += [jsonl.FORMAT, json_array.FORMAT]
+FORMATS: list[Format] = [
+    tau2.FORMAT,
+    swe_agent.FORMAT,
+    toolbench.FORMAT,
+    inspect_ai.FORMAT,
+    who_and_when.FORMAT,
+    jsonl.FORMAT,
+    json_array.FORMAT,
+]

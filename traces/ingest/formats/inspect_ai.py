@@ -42,6 +42,33 @@ def resolve(value: Any, attachments: dict[str, Any]) -> Any:
     return value
 
 
+SYNTHESIZED = "inspect log has this tool output but not the call that asked for it"
+
+
+def with_missing_calls(events: list[Any]) -> list[Any]:
+    """Events where every tool output answers a call: some logs (e.g. of tool errors) keep
+    outputs whose assistant turn is gone, and an output must hang under a call. Before such
+    an output stands an assistant event, marked `synthesized`, with the call it names."""
+    seen: set[Any] = set()
+    out: list[Any] = []
+    for event in events:
+        if isinstance(event, dict):
+            for call in event.get("tool_calls") or []:
+                if isinstance(call, dict):
+                    seen.add(call.get("id"))
+            call_id = event.get("tool_call_id")
+            if event.get("role") == "tool" and isinstance(call_id, str) and call_id not in seen:
+                name = event.get("function") if isinstance(event.get("function"), str) else None
+                call = {"id": call_id, "function": name or "unknown_tool", "arguments": {}}
+                out.append(
+                    {"role": "assistant", "content": None, "tool_calls": [call],
+                     "synthesized": SYNTHESIZED}
+                )  # fmt: skip
+                seen.add(call_id)
+        out.append(event)
+    return out
+
+
 def score_reward(value: Any) -> float | int | None:
     if isinstance(value, str):
         return LETTERS.get(value)
@@ -81,7 +108,7 @@ def _trace(sample: Any, index: int) -> TraceDraft | FormatProblem:
         return FormatProblem("a sample must be a JSON object", where)
     if not isinstance(sample.get("messages"), list):
         return FormatProblem("a sample needs a `messages` array", {**where, "field": "messages"})
-    events = resolve(sample["messages"], _dict(sample.get("attachments")))
+    events = with_missing_calls(resolve(sample["messages"], _dict(sample.get("attachments"))))
     metadata = compact({k: v for k, v in sample.items() if k not in LEFT_OUT})
     scores = sample.get("scores")
     if not isinstance(scores, dict) and isinstance(sample.get("score"), dict):

@@ -1,0 +1,169 @@
+"""SWE-agent `.traj` files: one trace, the chat from `history`, no reward."""
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from traces.ingest.formats.swe_agent import FORMAT
+from traces.ingest.types import DatasetMetadata, FormatProblem, Sniff, TraceDraft
+
+FIXTURES = Path(__file__).parent / "fixtures"
+DATA = Path(__file__).resolve().parents[3] / ".." / "shared" / "data"
+FIXTURE = FIXTURES / "swe_agent.traj"
+ALL_FIXTURES = [
+    "tau2.json",
+    "swe_agent.traj",
+    "toolbench.json",
+    "inspect_ai.json",
+    "who_and_when.json",
+]
+
+
+def sniff_of(data: bytes) -> Sniff:
+    return Sniff(
+        head=data[:65536],
+        first_char=data.lstrip()[:1].decode(),
+        top_keys=frozenset(orjson.loads(data)),
+    )
+
+
+def read(data: bytes | dict[str, Any]) -> list[Any]:
+    if isinstance(data, dict):
+        data = orjson.dumps(data)
+    return list(FORMAT.read(io.BytesIO(data)))
+
+
+def only_trace(items: list[Any]) -> TraceDraft:
+    found = [item for item in items if isinstance(item, TraceDraft)]
+    assert len(found) == 1
+    return found[0]
+
+
+def fixture() -> dict[str, Any]:
+    return json.loads(FIXTURE.read_text())
+
+
+@pytest.mark.parametrize("name", ALL_FIXTURES)
+def test_it_detects_only_its_own_fixture(name: str) -> None:
+    assert FORMAT.detect(sniff_of((FIXTURES / name).read_bytes())) is (name == "swe_agent.traj")
+
+
+def test_it_reads_history_as_the_events_verbatim() -> None:
+    trace = only_trace(read(FIXTURE.read_bytes()))
+    assert trace.location == {"trace": 0}
+    assert trace.events == fixture()["history"]
+    assert "\r\n" in trace.events[3]["content"]
+
+
+def test_metadata_has_task_id_model_and_exit_status_but_no_reward() -> None:
+    items = read(FIXTURE.read_bytes())
+    trace = only_trace(items)
+    assert trace.metadata["task_id"] == "SWE-agent__test-repo-i1"
+    assert trace.name == "SWE-agent__test-repo-i1"
+    assert trace.metadata["model"] == "gpt-4o"
+    assert trace.metadata["exit_status"] == "submitted"
+    assert trace.metadata["model_stats"]["api_calls"] == 2
+    assert trace.metadata["submission"].startswith("\r\ndiff --git")
+    assert trace.metadata["steps"] == 2
+    assert trace.metadata["problem_statement"]["type"] == "github"
+    assert "reward" not in trace.metadata
+    assert not [key for key in trace.metadata if key.startswith("edited_files")]
+    assert "text" not in trace.metadata["problem_statement"]
+    assert [i.metadata for i in items if isinstance(i, DatasetMetadata)] == [
+        {"agent": "SWE-agent", "model": "gpt-4o"}
+    ]
+
+
+def test_a_long_submission_is_truncated() -> None:
+    data = fixture()
+    data["info"]["submission"] = "+" * 5000
+    assert only_trace(read(data)).metadata["submission"] == "+" * 2000
+
+
+def test_replay_config_stored_as_a_json_string_is_read() -> None:
+    data = fixture()
+    data["replay_config"] = json.dumps(data["replay_config"])
+    assert only_trace(read(data)).metadata["task_id"] == "SWE-agent__test-repo-i1"
+
+
+def test_old_history_without_tool_calls_is_kept_as_it_is() -> None:
+    history = [
+        {"role": "system", "content": "SETTING: ...", "agent": "primary"},
+        {"agent": "primary", "content": "Here is a demonstration", "is_demo": True, "role": "user"},
+        {"role": "user", "content": "ISSUE: ...", "agent": "primary"},
+        {
+            "role": "assistant",
+            "content": "Find it.\n\n```\nfind_file x.py\n```",
+            "thought": "Find it.\n\n",
+            "action": "find_file x.py\n",
+            "agent": "primary",
+        },
+        {"role": "user", "content": "Found 1 matches\nbash-$", "agent": "primary"},
+    ]
+    data = {
+        "environment": "swe_main",
+        "trajectory": [],
+        "history": history,
+        "info": {"exit_status": "submitted", "submission": "diff"},
+    }
+    trace = only_trace(read(data))
+    assert trace.events == history
+    assert "task_id" not in trace.metadata
+    assert trace.name == "SWE-agent run (submitted)"
+
+
+def test_it_falls_back_to_the_last_steps_messages_when_history_is_empty() -> None:
+    data = fixture()
+    data["trajectory"][-1]["messages"] = data.pop("history")
+    data["history"] = []
+    assert only_trace(read(data)).events == data["trajectory"][-1]["messages"]
+
+
+def test_it_builds_events_from_trajectory_steps_when_there_is_nothing_else() -> None:
+    data = fixture()
+    data["history"] = []
+    events = only_trace(read(data)).events
+    assert events is not None
+    assert [e["role"] for e in events] == ["assistant", "user", "assistant", "user"]
+    assert events[0] == {
+        "role": "assistant",
+        "content": "Let me find the file.",
+        "action": "find_file missing_colon.py",
+    }
+    assert events[1]["content"] == data["trajectory"][0]["observation"]
+
+
+def test_no_history_and_no_trajectory_is_a_problem() -> None:
+    items = read({"environment": "x", "trajectory": None, "history": None, "info": {}})
+    assert [(type(i), i.location) for i in items] == [
+        (FormatProblem, {"trace": 0, "field": "history"})
+    ]
+
+
+REAL = {
+    "6e44b9__sweagenttestrepo-1c2844.traj": "SWE-agent__test-repo-i1",
+    "demo_function_calling.traj": "marshmallow-code__marshmallow-1867",
+    "pydicom__pydicom-1458.traj": None,  # older format: no instance id in the content
+    "swe-agent__test-repo-i1.traj": None,
+}
+
+
+@pytest.mark.parametrize("name", sorted(REAL))
+def test_real_file_gives_one_trace_from_history_without_reward(name: str) -> None:
+    path = DATA / "swe-agent" / name
+    if not path.exists():
+        pytest.skip(f"real benchmark data not available at {path}")
+    data = path.read_bytes()
+    assert FORMAT.detect(sniff_of(data))
+    original = json.loads(data)
+    items = read(data)
+    assert not [item for item in items if isinstance(item, FormatProblem)]
+    trace = only_trace(items)
+    assert trace.events == original["history"]
+    assert "reward" not in trace.metadata
+    assert trace.metadata.get("task_id") == REAL[name]
+    assert trace.metadata["exit_status"] == original["info"]["exit_status"] == "submitted"

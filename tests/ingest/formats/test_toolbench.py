@@ -1,0 +1,130 @@
+"""ToolBench answers: one trace, the longest `train_messages` chat, `win` as reward."""
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from traces.ingest.formats.toolbench import FORMAT
+from traces.ingest.types import DatasetMetadata, FormatProblem, Sniff, TraceDraft
+
+FIXTURES = Path(__file__).parent / "fixtures"
+DATA = Path(__file__).resolve().parents[3] / ".." / "shared" / "data"
+FIXTURE = FIXTURES / "toolbench.json"
+ALL_FIXTURES = [
+    "tau2.json",
+    "swe_agent.traj",
+    "toolbench.json",
+    "inspect_ai.json",
+    "who_and_when.json",
+]
+
+
+def sniff_of(data: bytes) -> Sniff:
+    return Sniff(
+        head=data[:65536],
+        first_char=data.lstrip()[:1].decode(),
+        top_keys=frozenset(orjson.loads(data)),
+    )
+
+
+def read(data: bytes | dict[str, Any]) -> list[Any]:
+    if isinstance(data, dict):
+        data = orjson.dumps(data)
+    return list(FORMAT.read(io.BytesIO(data)))
+
+
+def only_trace(items: list[Any]) -> TraceDraft:
+    found = [item for item in items if isinstance(item, TraceDraft)]
+    assert len(found) == 1
+    return found[0]
+
+
+def fixture() -> dict[str, Any]:
+    return json.loads(FIXTURE.read_text())
+
+
+@pytest.mark.parametrize("name", ALL_FIXTURES)
+def test_it_detects_only_its_own_fixture(name: str) -> None:
+    assert FORMAT.detect(sniff_of((FIXTURES / name).read_bytes())) is (name == "toolbench.json")
+
+
+def test_it_takes_the_longest_train_messages_prefix() -> None:
+    trace = only_trace(read(FIXTURE.read_bytes()))
+    chats = fixture()["answer_generation"]["train_messages"]
+    assert trace.events == chats[2]
+    # Not a strict extension of the previous chat: its "diversity" user turn is gone.
+    assert chats[1][:5] != chats[2][:5]
+
+
+def test_of_equally_long_chats_it_takes_the_latest() -> None:
+    data = fixture()
+    first, second = data["answer_generation"]["train_messages"][2], [{"role": "user"}] * 8
+    data["answer_generation"]["train_messages"] = [first, second]
+    assert only_trace(read(data)).events == second
+
+
+def test_win_is_the_reward() -> None:
+    assert only_trace(read(FIXTURE.read_bytes())).metadata["reward"] == 1
+    data = fixture()
+    data["win"] = False
+    trace = only_trace(read(data))
+    assert trace.metadata["reward"] == 0 and trace.metadata["win"] is False
+
+
+def test_metadata_keeps_the_run_facts_not_the_chats_nor_tool_definitions() -> None:
+    items = read(FIXTURE.read_bytes())
+    trace = only_trace(items)
+    assert trace.metadata["query"] == "What is the weather in Paris and in Rome?"
+    assert trace.metadata["finish_type"] == "give_answer"
+    assert trace.metadata["query_count"] == 3
+    assert trace.metadata["train_messages_count"] == 3
+    assert trace.metadata["tools"] == ["current_for_weatherapi", "Finish"]
+    assert trace.metadata["forward_args"]["tree_beam_size"] == 2
+    assert not {"train_messages", "function", "tree", "chain"} & trace.metadata.keys()
+    assert "task_id" not in trace.metadata  # the query id is only in the file name
+    assert trace.name == "What is the weather in Paris and in Rome?"
+    assert [i.metadata for i in items if isinstance(i, DatasetMetadata)] == [
+        {"benchmark": "ToolBench"}
+    ]
+
+
+@pytest.mark.parametrize("train_messages", [[], [[]], None, [{"role": "user"}]])
+def test_no_usable_train_messages_is_a_problem(train_messages: Any) -> None:
+    data = fixture()
+    data["answer_generation"]["train_messages"] = train_messages
+    items = read(data)
+    problems = [item for item in items if isinstance(item, FormatProblem)]
+    assert [p.location for p in problems] == [
+        {"trace": 0, "field": "answer_generation.train_messages"}
+    ]
+    assert not [item for item in items if isinstance(item, TraceDraft)]
+
+
+# Real ToolBench answers: (win as reward, messages in the longest chat).
+REAL = {
+    "13_ChatGPT_DFS_woFilter_w2.json": (0, 12),
+    "15_ChatGPT_DFS_woFilter_w2.json": (1, 11),
+    "21_ChatGPT_DFS_woFilter_w2.json": (1, 9),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REAL))
+def test_real_file_gives_the_longest_chat_and_win(name: str) -> None:
+    path = DATA / "toolbench" / name
+    if not path.exists():
+        pytest.skip(f"real benchmark data not available at {path}")
+    data = path.read_bytes()
+    assert FORMAT.detect(sniff_of(data))
+    original = json.loads(data)
+    items = read(data)
+    assert not [item for item in items if isinstance(item, FormatProblem)]
+    trace = only_trace(items)
+    reward, length = REAL[name]
+    assert trace.metadata["reward"] == int(original["win"]) == reward
+    longest = max(original["answer_generation"]["train_messages"], key=len)
+    assert trace.events == longest
+    assert len(trace.events) == length

@@ -1,0 +1,149 @@
+"""Who&When failure logs: one trace, `history` as events, failure labels in metadata."""
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from traces.ingest.formats.who_and_when import FORMAT
+from traces.ingest.types import DatasetMetadata, FormatProblem, Sniff, TraceDraft
+
+FIXTURES = Path(__file__).parent / "fixtures"
+DATA = Path(__file__).resolve().parents[3] / ".." / "shared" / "data"
+FIXTURE = FIXTURES / "who_and_when.json"
+ALL_FIXTURES = [
+    "tau2.json",
+    "swe_agent.traj",
+    "toolbench.json",
+    "inspect_ai.json",
+    "who_and_when.json",
+]
+
+# An algorithm-generated (CaptainAgent) log: user/assistant roles, the agent in `name`.
+ALGORITHM_GENERATED = {
+    "is_correct": False,
+    "question": "How many clients will receive the sunset awning design?",
+    "question_ID": "4d51c4bf-4b0e-4f3d-897b-3f6687a7d9f2",
+    "level": "2",
+    "ground_truth": "8",
+    "history": [
+        {"content": "You are given a task.", "role": "assistant", "name": "Excel_Expert"},
+        {
+            "content": "exitcode: 0 (execution succeeded)\nCode output: 4\n",
+            "name": "Computer_terminal",
+            "role": "user",
+        },
+    ],
+    "mistake_agent": "Excel_Expert",
+    "mistake_step": "0",
+    "mistake_reason": "The code failed to handle edge cases.",
+    "system_prompt": {"Excel_Expert": "## Your role\n" + "x" * 3000, "Computer_terminal": "..."},
+}
+
+
+def sniff_of(data: bytes) -> Sniff:
+    return Sniff(
+        head=data[:65536],
+        first_char=data.lstrip()[:1].decode(),
+        top_keys=frozenset(orjson.loads(data)),
+    )
+
+
+def read(data: bytes | dict[str, Any]) -> list[Any]:
+    if isinstance(data, dict):
+        data = orjson.dumps(data)
+    return list(FORMAT.read(io.BytesIO(data)))
+
+
+def only_trace(items: list[Any]) -> TraceDraft:
+    found = [item for item in items if isinstance(item, TraceDraft)]
+    assert len(found) == 1
+    return found[0]
+
+
+@pytest.mark.parametrize("name", ALL_FIXTURES)
+def test_it_detects_only_its_own_fixture(name: str) -> None:
+    assert FORMAT.detect(sniff_of((FIXTURES / name).read_bytes())) is (name == "who_and_when.json")
+
+
+def test_it_does_not_claim_a_file_with_a_trajectory() -> None:
+    keys = frozenset({"history", "question", "trajectory"})
+    assert not FORMAT.detect(Sniff(b"{}", "{", keys))
+
+
+def test_history_is_the_events_verbatim_with_free_text_roles() -> None:
+    trace = only_trace(read(FIXTURE.read_bytes()))
+    assert trace.location == {"trace": 0}
+    assert trace.events == json.loads(FIXTURE.read_text())["history"]
+    assert "Orchestrator (-> WebSurfer)" in {e["role"] for e in trace.events or []}
+
+
+def test_metadata_has_the_failure_labels_task_id_and_a_zero_reward() -> None:
+    items = read(FIXTURE.read_bytes())
+    meta = only_trace(items).metadata
+    assert meta["task_id"] == meta["question_ID"]
+    assert meta["mistake_agent"] == "WebSurfer"
+    assert meta["mistake_step"] == "3"
+    assert meta["ground_truth"] == "Renzo Gracie Jiu-Jitsu Wall Street"
+    assert meta["is_corrected"] is False
+    assert meta["reward"] == 0  # an annotated failure
+    assert "history" not in meta
+    assert [i.metadata for i in items if isinstance(i, DatasetMetadata)] == [
+        {"benchmark": "Who&When"}
+    ]
+
+
+def test_is_correct_is_the_reward_and_system_prompts_become_agent_names() -> None:
+    meta = only_trace(read(ALGORITHM_GENERATED)).metadata
+    assert meta["reward"] == 0
+    assert meta["agents"] == ["Excel_Expert", "Computer_terminal"]
+    assert "system_prompt" not in meta
+    assert only_trace(read({**ALGORITHM_GENERATED, "is_correct": True})).metadata["reward"] == 1
+
+
+def test_a_log_without_outcome_or_label_has_no_reward() -> None:
+    log = {"question": "q", "history": [{"role": "human", "content": "q"}]}
+    assert "reward" not in only_trace(read(log)).metadata
+
+
+def test_a_long_question_is_kept_whole() -> None:
+    question = "why? " * 500
+    assert (
+        only_trace(read({**ALGORITHM_GENERATED, "question": question})).metadata["question"]
+        == question
+    )
+
+
+def test_a_log_without_history_is_a_problem() -> None:
+    items = read({"question": "q", "history": "none", "mistake_agent": "A"})
+    assert [(type(i), i.location) for i in items] == [
+        (FormatProblem, {"trace": 0, "field": "history"})
+    ]
+
+
+REAL = {  # file: (question_ID, messages)
+    "algorithm-generated-1.json": ("4d51c4bf-4b0e-4f3d-897b-3f6687a7d9f2", 6),
+    "hand-crafted-1.json": ("6e3be83d1949fa52cba03fb1ce4b5b3bf7e37a83fd7d67694b10b2e439d90cf8", 29),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REAL))
+def test_real_file_gives_one_failed_run_with_its_labels(name: str) -> None:
+    path = DATA / "who-and-when" / name
+    if not path.exists():
+        pytest.skip(f"real benchmark data not available at {path}")
+    data = path.read_bytes()
+    assert FORMAT.detect(sniff_of(data))
+    original = json.loads(data)
+    items = read(data)
+    assert not [item for item in items if isinstance(item, FormatProblem)]
+    trace = only_trace(items)
+    task_id, length = REAL[name]
+    assert trace.events == original["history"]
+    assert len(trace.events) == length
+    assert trace.metadata["task_id"] == original["question_ID"] == task_id
+    assert trace.metadata["reward"] == 0
+    assert trace.metadata["mistake_agent"] == original["mistake_agent"]
