@@ -1,0 +1,381 @@
+"""The Django admin: browse the store, annotate `extra`, upload files.
+
+Payloads are immutable (DESIGN.md): every field of a block but `extra`, and of a
+trace but `name` and `extra`, is read-only here. Writes go through the services.
+Pages stay fast on millions of rows: no full counts, no foreign-key dropdowns,
+and the delete confirmation counts rows instead of listing them.
+"""
+
+from typing import Any
+
+import orjson
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.auth import get_permission_codename
+from django.core.exceptions import PermissionDenied
+from django.db.models import Model, QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.template import engines
+from django.urls import URLPattern, path, reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from traces.errors import ImportFailed, ValidationFailed
+from traces.forms import JSONTextFormField
+from traces.models import Block, Dataset, Image, Membership, Organization, Trace
+from traces.services.annotations import block_extra_update, trace_extra_update
+from traces.services.imports import trace_import
+
+PROBLEM_COLUMNS = ("file", "line", "trace", "event", "block", "field", "code", "rule", "message")
+PREVIEW_MIMES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+
+
+def pretty_json(value: Any) -> SafeString | str:
+    """A JSON value indented in a <pre>, key order kept, escaped."""
+    if value is None:
+        return "-"
+    text = orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+    return format_html('<pre style="white-space: pre-wrap; margin: 0">{}</pre>', text)
+
+
+class JSONObjectFormField(JSONTextFormField):
+    """A JSON object edited as indented text; any other JSON value is refused."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("widget", forms.Textarea(attrs={"rows": 8, "cols": 80}))
+        super().__init__(**kwargs)
+
+    def prepare_value(self, value: Any) -> str:
+        if isinstance(value, str):
+            return value
+        return "" if value is None else orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+
+    def to_python(self, value: Any) -> dict[str, Any]:
+        value = super().to_python(value)
+        if not isinstance(value, dict):
+            raise forms.ValidationError(
+                f'must be a JSON object such as {{"reward": 1}}, not a JSON {type(value).__name__}'
+            )
+        return value
+
+
+class _SummaryDelete:
+    """Delete confirmation that counts the cascade instead of listing every block."""
+
+    def cascade_counts(self, pks: list[Any]) -> dict[type[Model], int]:
+        raise NotImplementedError
+
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> tuple:
+        objs = list(objs)
+        counts = {type(objs[0]): len(objs)} if objs else {}
+        counts.update(self.cascade_counts([o.pk for o in objs]))
+        perms_needed = {
+            model._meta.verbose_name
+            for model, n in counts.items()
+            if n
+            and not request.user.has_perm(
+                f"{model._meta.app_label}.{get_permission_codename('delete', model._meta)}"
+            )
+        }
+        model_count = {model._meta.verbose_name_plural: n for model, n in counts.items()}
+        return [str(o) for o in objs], model_count, perms_needed, []
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 0
+    autocomplete_fields = ["user"]
+
+
+@admin.register(Organization)
+class OrganizationAdmin(admin.ModelAdmin):
+    list_display = ["slug", "name", "created_at"]
+    search_fields = ["slug", "name"]
+    inlines = [MembershipInline]
+
+
+class DatasetForm(forms.ModelForm):
+    metadata = JSONObjectFormField()
+
+    class Meta:
+        model = Dataset
+        fields = ["organization", "name", "description", "metadata", "is_public"]
+
+
+@admin.register(Dataset)
+class DatasetAdmin(_SummaryDelete, admin.ModelAdmin):
+    form = DatasetForm
+    list_display = ["name", "organization", "is_public", "updated_at"]
+    list_filter = ["organization", "is_public"]
+    list_select_related = ["organization"]
+    search_fields = ["name"]
+    autocomplete_fields = ["organization"]
+    readonly_fields = ["id", "trace_links", "created_at", "updated_at"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Dataset | None = None) -> list[str]:
+        # Moving a dataset would leave its traces in the old organization.
+        return [*self.readonly_fields, "organization"] if obj else list(self.readonly_fields)
+
+    def cascade_counts(self, pks: list[Any]) -> dict[type[Model], int]:
+        return {
+            Trace: Trace.objects.filter(dataset__in=pks).count(),
+            Block: Block.objects.filter(trace__dataset__in=pks).count(),
+        }
+
+    @admin.display(description="traces")
+    def trace_links(self, obj: Dataset) -> str:
+        if obj._state.adding:
+            return "-"
+        traces = reverse("admin:traces_trace_changelist") + f"?dataset__id__exact={obj.pk}"
+        upload = reverse("admin:traces_dataset_upload") + f"?dataset={obj.pk}"
+        return format_html(
+            '<a href="{}">{} traces</a> &middot; <a href="{}">upload more</a>',
+            traces, obj.traces.count(), upload,
+        )  # fmt: skip
+
+    def get_urls(self) -> list[URLPattern]:
+        upload = path(
+            "upload/",
+            self.admin_site.admin_view(self.upload_view),
+            name="traces_dataset_upload",
+        )
+        return [upload, *super().get_urls()]
+
+    def upload_view(self, request: HttpRequest) -> HttpResponse:
+        if not self.has_change_permission(request):
+            raise PermissionDenied
+        organizations = Organization.objects.order_by("slug")
+        if not request.user.is_superuser:
+            organizations = organizations.filter(memberships__user=request.user)
+        problems: list[dict[str, Any]] = []
+        if request.method == "POST":
+            form = UploadForm(request.POST, request.FILES, organizations=organizations)
+            if form.is_valid():
+                data = form.cleaned_data
+                try:
+                    result = trace_import(
+                        organization=data["organization"],
+                        dataset_name=data["dataset_name"],
+                        # The plain binary file under each upload: Python's own lines.
+                        files=[(f.name, f.file) for f in data["files"]],
+                    )
+                except ImportFailed as exc:
+                    problems = exc.problems
+                except ValidationFailed as exc:
+                    form.add_error("dataset_name", exc.message)
+                else:
+                    self.message_user(
+                        request,
+                        f"Imported {result.traces} traces ({result.blocks} blocks) "
+                        f"into {result.dataset.name}",
+                        messages.SUCCESS,
+                    )
+                    return redirect("admin:traces_dataset_change", result.dataset.pk)
+        else:
+            form = UploadForm(initial=_upload_initial(request), organizations=organizations)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Upload traces",
+            "opts": self.model._meta,
+            "form": form,
+            "columns": PROBLEM_COLUMNS,
+            "rows": [[p.get(c, "") for c in PROBLEM_COLUMNS] for p in problems],
+        }
+        html = engines["django"].from_string(UPLOAD_TEMPLATE).render(context, request)
+        return HttpResponse(html)
+
+
+def _upload_initial(request: HttpRequest) -> dict[str, Any]:
+    dataset = Dataset.objects.filter(pk=request.GET.get("dataset", "")).first()
+    if dataset is None:
+        return {}
+    return {"organization": dataset.organization_id, "dataset_name": dataset.name}
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    """One or more files: cleans to a list of UploadedFile."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("widget", MultipleFileInput())
+        super().__init__(**kwargs)
+
+    def clean(self, data: Any, initial: Any = None) -> list[Any]:
+        items = data if isinstance(data, list | tuple) else [data]
+        items = [item for item in items if item]
+        if not items and self.required:
+            raise forms.ValidationError(self.error_messages["required"], code="required")
+        return [super(MultipleFileField, self).clean(item, initial) for item in items]
+
+
+class UploadForm(forms.Form):
+    organization = forms.ModelChoiceField(queryset=Organization.objects.none())
+    dataset_name = forms.CharField(max_length=200, label="Dataset name")
+    files = MultipleFileField(
+        help_text="Chat traces (JSON), JSON Lines, block arrays or benchmark outputs."
+    )
+
+    def __init__(self, *args: Any, organizations: QuerySet[Organization], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["organization"].queryset = organizations  # type: ignore[attr-defined]
+
+
+UPLOAD_TEMPLATE = """{% extends "admin/base_site.html" %}
+{% load admin_urls %}
+{% block breadcrumbs %}<div class="breadcrumbs">
+<a href="{% url 'admin:index' %}">Home</a> &rsaquo;
+<a href="{% url 'admin:app_list' app_label=opts.app_label %}">
+{{ opts.app_config.verbose_name }}</a> &rsaquo;
+<a href="{% url opts|admin_urlname:'changelist' %}">{{ opts.verbose_name_plural|capfirst }}</a>
+&rsaquo; Upload</div>{% endblock %}
+{% block content %}<div id="content-main">
+{% if rows %}<p class="errornote">{{ rows|length }} problem{{ rows|length|pluralize }} found;
+nothing was written.</p>
+<table id="upload-problems"><thead><tr>{% for c in columns %}<th>{{ c }}</th>{% endfor %}
+</tr></thead><tbody>{% for row in rows %}<tr>{% for v in row %}<td>{{ v }}</td>{% endfor %}
+</tr>{% endfor %}</tbody></table>{% endif %}
+<form method="post" enctype="multipart/form-data">{% csrf_token %}
+{% if form.non_field_errors %}{{ form.non_field_errors }}{% endif %}
+<fieldset class="module aligned">{% for field in form %}<div class="form-row">
+{{ field.errors }}{{ field.label_tag }} {{ field }}
+{% if field.help_text %}<div class="help">{{ field.help_text }}</div>{% endif %}
+</div>{% endfor %}</fieldset>
+<div class="submit-row"><input type="submit" class="default" value="Upload"></div>
+</form></div>{% endblock %}
+"""
+
+
+class TraceForm(forms.ModelForm):
+    extra = JSONObjectFormField()
+
+    class Meta:
+        model = Trace
+        fields = ["name", "extra"]
+
+
+@admin.register(Trace)
+class TraceAdmin(_SummaryDelete, admin.ModelAdmin):
+    form = TraceForm
+    list_display = ["id", "name", "dataset", "index", "reward", "block_count", "created_at"]
+    list_filter = ["dataset"]
+    list_select_related = ["dataset"]
+    search_fields = ["=id", "name", "metadata"]
+    show_full_result_count = False
+    raw_id_fields = ["organization", "dataset"]
+    fields = [
+        "id", "organization", "dataset", "index", "name", "reward", "block_count",
+        "block_link", "created_at", "updated_at", "metadata_pretty", "extra",
+    ]  # fmt: skip
+    readonly_fields = [
+        "id", "organization", "dataset", "index", "reward", "block_count", "block_link",
+        "created_at", "updated_at", "metadata_pretty",
+    ]  # fmt: skip
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def cascade_counts(self, pks: list[Any]) -> dict[type[Model], int]:
+        return {Block: Block.objects.filter(trace__in=pks).count()}
+
+    @admin.display(description="metadata")
+    def metadata_pretty(self, obj: Trace) -> SafeString | str:
+        return pretty_json(obj.metadata)
+
+    @admin.display(description="blocks")
+    def block_link(self, obj: Trace) -> str:
+        url = reverse("admin:traces_block_changelist") + f"?trace__id__exact={obj.pk}"
+        return format_html('<a href="{}">{} blocks</a>', url, obj.block_count)
+
+    def save_model(self, request: HttpRequest, obj: Trace, form: Any, change: bool) -> None:
+        if "name" in form.changed_data:
+            obj.save(update_fields=["name", "updated_at"])
+        if "extra" in form.changed_data:
+            trace_extra_update(trace=obj, extra=form.cleaned_data["extra"])
+
+
+class BlockForm(forms.ModelForm):
+    extra = JSONObjectFormField()
+
+    class Meta:
+        model = Block
+        fields = ["extra"]
+
+
+@admin.register(Block)
+class BlockAdmin(admin.ModelAdmin):
+    form = BlockForm
+    list_display = ["id", "trace", "sub_type", "call_id", "created_at"]
+    list_filter = ["sub_type", ("trace__dataset", admin.RelatedFieldListFilter)]
+    list_select_related = ["trace"]
+    search_fields = ["=id", "=call_id", "payload"]
+    show_full_result_count = False
+    raw_id_fields = ["trace", "parent"]
+    fields = [
+        "id", "trace", "block_type", "sub_type", "parent", "call_id", "result_seq",
+        "created_at", "updated_at", "payload_pretty", "metadata_pretty", "raw_pretty", "extra",
+    ]  # fmt: skip
+    readonly_fields = [f for f in fields if f != "extra"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    @admin.display(description="payload")
+    def payload_pretty(self, obj: Block) -> SafeString | str:
+        return pretty_json(obj.payload)
+
+    @admin.display(description="metadata")
+    def metadata_pretty(self, obj: Block) -> SafeString | str:
+        return pretty_json(obj.metadata)
+
+    @admin.display(description="raw")
+    def raw_pretty(self, obj: Block) -> SafeString | str:
+        return pretty_json(obj.raw)
+
+    def save_model(self, request: HttpRequest, obj: Block, form: Any, change: bool) -> None:
+        if "extra" in form.changed_data:
+            block_extra_update(block=obj, extra=form.cleaned_data["extra"])
+
+
+@admin.register(Image)
+class ImageAdmin(admin.ModelAdmin):
+    list_display = ["sha256", "mime_type", "size", "created_at"]
+    search_fields = ["=sha256"]
+    fields = ["sha256", "mime_type", "size", "created_at", "preview"]
+    readonly_fields = fields
+    show_full_result_count = False
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.display(description="preview")
+    def preview(self, obj: Image) -> str:
+        if obj.mime_type not in PREVIEW_MIMES:
+            return "-"
+        url = reverse("admin:traces_image_raw", args=[obj.pk])
+        return format_html('<img src="{}" alt="" style="max-width: 40em">', url)
+
+    def get_urls(self) -> list[URLPattern]:
+        raw = path(
+            "<str:sha256>/raw/",
+            self.admin_site.admin_view(self.raw_view),
+            name="traces_image_raw",
+        )
+        return [raw, *super().get_urls()]
+
+    def raw_view(self, request: HttpRequest, sha256: str) -> HttpResponse:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        image = Image.objects.filter(pk=sha256, mime_type__in=PREVIEW_MIMES).first()
+        if image is None:
+            return HttpResponse(status=404)
+        response = HttpResponse(bytes(image.data), content_type=image.mime_type)
+        response["X-Content-Type-Options"] = "nosniff"
+        return response

@@ -1,0 +1,59 @@
+"""Annotations: `extra`, the one mutable field of traces and blocks (DESIGN.md, Rules).
+
+Each write replaces `extra` as a whole and bumps `updated_at`; a trace's `reward`
+column follows its `extra.reward`, else its `metadata.reward`.
+"""
+
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from traces import jsontext
+from traces.errors import ValidationFailed
+from traces.models import Block, Trace
+from traces.validation import reward_of
+
+
+def _check_extra(extra: Any) -> dict[str, Any]:
+    if not isinstance(extra, dict):
+        raise ValidationFailed(
+            f"extra must be a JSON object, not a JSON {type(extra).__name__}",
+            {"field": "extra", "rule": "json_object"},
+        )
+    try:
+        jsontext.dumps(extra)
+    except TypeError as exc:
+        raise ValidationFailed(
+            f"extra cannot be kept as JSON: {exc}", {"field": "extra", "rule": "json"}
+        ) from None
+    return extra
+
+
+def trace_reward(*, extra: Any, metadata: Any) -> float | None:
+    """The reward column's value: a numeric `extra.reward` wins over `metadata.reward`."""
+    for source in (extra, metadata):
+        if isinstance(source, dict):
+            reward = reward_of(source.get("reward"))
+            if reward is not None:
+                return reward
+    return None
+
+
+def trace_extra_update(*, trace: Trace, extra: dict[str, Any]) -> Trace:
+    """Replace the trace's `extra`; recompute its reward; bump `updated_at`."""
+    trace.extra = _check_extra(extra)
+    trace.reward = trace_reward(extra=trace.extra, metadata=trace.metadata)
+    with transaction.atomic():
+        trace.save(update_fields=["extra", "reward", "updated_at"])  # auto_now bumps it
+    return trace
+
+
+def block_extra_update(*, block: Block, extra: dict[str, Any]) -> Block:
+    """Replace the block's `extra`; bump its `updated_at` (and the trace's)."""
+    block.extra = _check_extra(extra)
+    block.updated_at = timezone.now()
+    with transaction.atomic():
+        block.save(update_fields=["extra", "updated_at"])
+        Trace.objects.filter(pk=block.trace_id).update(updated_at=block.updated_at)
+    return block
