@@ -25,6 +25,7 @@ from traces.errors import ImportFailed, ValidationFailed
 from traces.forms import JSONTextFormField
 from traces.models import Block, Dataset, Image, Membership, Organization, Trace
 from traces.services.annotations import block_extra_update, trace_extra_update
+from traces.services.deletion import dataset_delete, trace_delete
 from traces.services.imports import trace_import
 
 PROBLEM_COLUMNS = ("file", "line", "trace", "event", "block", "field", "code", "rule", "message")
@@ -67,6 +68,16 @@ class _SummaryDelete:
     def cascade_counts(self, pks: list[Any]) -> dict[type[Model], int]:
         raise NotImplementedError
 
+    def delete_one(self, obj: Any) -> None:
+        raise NotImplementedError
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        self.delete_one(obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
+        for obj in queryset:
+            self.delete_one(obj)
+
     def get_deleted_objects(self, objs: Any, request: HttpRequest) -> tuple:
         objs = list(objs)
         counts = {type(objs[0]): len(objs)} if objs else {}
@@ -106,6 +117,9 @@ class DatasetForm(forms.ModelForm):
 
 @admin.register(Dataset)
 class DatasetAdmin(_SummaryDelete, admin.ModelAdmin):
+    def delete_one(self, obj: Dataset) -> None:
+        dataset_delete(dataset=obj)
+
     form = DatasetForm
     list_display = ["name", "organization", "is_public", "updated_at"]
     list_filter = ["organization", "is_public"]
@@ -260,6 +274,9 @@ class TraceForm(forms.ModelForm):
 
 @admin.register(Trace)
 class TraceAdmin(_SummaryDelete, admin.ModelAdmin):
+    def delete_one(self, obj: Trace) -> None:
+        trace_delete(trace=obj)
+
     form = TraceForm
     list_display = ["id", "name", "dataset", "index", "reward", "block_count", "created_at"]
     list_filter = ["dataset"]

@@ -217,3 +217,17 @@ def test_upload_needs_a_file(admin_client, org: Organization) -> None:
     assert response.status_code == 200
     assert "files" in response.context["form"].errors
     assert not Dataset.objects.exists()
+
+
+def test_deleting_a_dataset_removes_its_traces_and_blocks(admin_client, org):
+    from tests.conftest import FIXTURES
+    from traces.models import Block, Dataset, Trace
+    from traces.services.imports import trace_import
+
+    path = FIXTURES / "spec000_full_trace.json"
+    result = trace_import(
+        organization=org, dataset_name="gone", files=[(path.name, path.open("rb"))]
+    )
+    url = f"/admin/traces/dataset/{result.dataset.pk}/delete/"
+    assert admin_client.post(url, {"post": "yes"}).status_code == 302
+    assert (Dataset.objects.count(), Trace.objects.count(), Block.objects.count()) == (0, 0, 0)

@@ -25,7 +25,8 @@ from traces.ingest.events import events_to_blocks
 from traces.ingest.types import DatasetMetadata, FormatProblem, TraceDraft
 from traces.models import Block, Dataset, Image, Organization, Trace
 from traces.services.datasets import dataset_get_or_create, dataset_lock_next_index
-from traces.validation import Limits, reward_of
+from traces.services.annotations import trace_reward
+from traces.validation import Limits
 
 MAX_PROBLEMS = 1000
 FLUSH_ROWS = 2000
@@ -100,7 +101,7 @@ class _Writer:
         name = draft.name or (metadata.get("name") if isinstance(metadata.get("name"), str) else "")
         trace_row = (
             trace_id, self.dataset.organization_id, self.dataset.pk, self.next_index,
-            name[:500], dumps(metadata), "{}", reward_of(metadata.get("reward")),
+            name[:500], dumps(metadata), "{}", trace_reward(extra={}, metadata=metadata),
             len(rows), now, now,
         )  # fmt: skip
         return trace_row, rows
@@ -236,6 +237,8 @@ def trace_import(
         writer = _Writer(dataset, dataset_lock_next_index(dataset=dataset))
         result = ImportResult(dataset=dataset)
         for name, stream in files:
+            # Django's uploaded files split lines at a lone \r too; the file inside does not.
+            stream = getattr(stream, "file", stream)
             _import_file(
                 name, stream, writer=writer, problems=problems, result=result,
                 limits=limits, progress=progress,

@@ -1,0 +1,68 @@
+"""Who is calling: a bearer API key (one organization) or a browser session (CSRF enforced)."""
+
+from dataclasses import dataclass
+
+from rest_framework.authentication import BaseAuthentication, SessionAuthentication
+from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.permissions import BasePermission
+
+from traces.errors import NotFound
+from traces.models import ApiKey, Organization
+from traces.services.api_keys import api_key_authenticate
+
+
+@dataclass
+class KeyPrincipal:
+    """request.user for a call made with an API key."""
+
+    api_key: ApiKey
+    is_authenticated: bool = True
+    is_anonymous: bool = False
+    is_active: bool = True
+    is_staff: bool = False
+
+    @property
+    def pk(self) -> None:  # keys are not users
+        return None
+
+
+class BearerKeyAuthentication(BaseAuthentication):
+    keyword = "Bearer"
+
+    def authenticate(self, request):
+        header = request.META.get("HTTP_AUTHORIZATION", "")
+        if not header:
+            return None
+        scheme, _, secret = header.partition(" ")
+        if scheme.lower() != "bearer" or not secret.strip():
+            raise AuthenticationFailed("the Authorization header must be 'Bearer <key>'")
+        api_key = api_key_authenticate(secret=secret.strip())
+        if api_key is None:
+            raise AuthenticationFailed("the API key is unknown or revoked")
+        return KeyPrincipal(api_key), api_key
+
+    def authenticate_header(self, request):
+        return 'Bearer realm="api"'
+
+
+class CsrfSessionAuthentication(SessionAuthentication):
+    """Session cookies work too, with DRF's CSRF check on unsafe methods."""
+
+
+class IsAuthenticated(BasePermission):
+    def has_permission(self, request, view):
+        return bool(request.user and request.user.is_authenticated)
+
+
+def organization_for(request, slug: str) -> Organization:
+    """The organization in the URL, if the caller belongs to it; else 404, as if it did not
+    exist, so that nothing of another organization can be learned."""
+    user = request.user
+    if isinstance(user, KeyPrincipal):
+        if user.api_key.organization.slug == slug:
+            return user.api_key.organization
+    else:
+        org = Organization.objects.filter(slug=slug, memberships__user=user).first()
+        if org is not None:
+            return org
+    raise NotFound(f"no organization {slug!r}", {"org": slug})

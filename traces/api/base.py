@@ -1,0 +1,63 @@
+"""What every API view shares: authentication, JSON, the organization in the URL."""
+
+from django.conf import settings
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.views import APIView
+
+from traces.api.auth import (
+    BearerKeyAuthentication,
+    CsrfSessionAuthentication,
+    IsAuthenticated,
+    organization_for,
+)
+from traces.api.rendering import OrjsonParser, OrjsonRenderer
+from traces.errors import PayloadTooLarge
+from traces.models import Organization
+
+# Margin over the largest payload limit for the rest of a block's body (raw, extra).
+BODY_MARGIN = 1 << 20
+
+
+def largest_block_body() -> int:
+    largest = max(
+        settings.LIMIT_MSG_BYTES,
+        settings.LIMIT_THINK_BYTES,
+        settings.LIMIT_TOOL_ARGS_BYTES,
+        settings.LIMIT_TOOL_RESULT_BYTES,
+    )
+    # raw may repeat the payload (it is the provider's copy of it)
+    return 2 * largest + BODY_MARGIN
+
+
+class OrgApi(APIView):
+    authentication_classes = [BearerKeyAuthentication, CsrfSessionAuthentication]
+    permission_classes = [IsAuthenticated]
+    renderer_classes = [OrjsonRenderer]
+    parser_classes = [OrjsonParser]
+    # Bodies larger than this are refused from Content-Length, before they are read.
+    max_body_bytes: int | None = None
+
+    def max_body(self) -> int:
+        return self.max_body_bytes or largest_block_body()
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        self.organization: Organization = organization_for(request, kwargs["org"])
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0
+        limit = self.max_body()
+        if length > limit:
+            raise PayloadTooLarge(
+                f"the request body of {length} bytes exceeds the {limit}-byte limit "
+                "of this endpoint",
+                {"field": "body", "limit_bytes": limit, "actual_bytes": length},
+            )
+
+
+class OrgUploadApi(OrgApi):
+    parser_classes = [MultiPartParser, FormParser]
+
+    def max_body(self) -> int:
+        return settings.API_UPLOAD_MAX_BYTES

@@ -1,0 +1,32 @@
+"""JSON in and out with orjson: key order kept, `\\u0000` kept, >64-bit integers refused."""
+
+import orjson
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import BaseParser
+from rest_framework.renderers import BaseRenderer
+
+from traces import jsontext
+
+
+class OrjsonParser(BaseParser):
+    media_type = "application/json"
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        data = stream.read() if stream is not None else b""
+        if not data:
+            raise ParseError("the request body is empty; send a JSON object")
+        try:
+            return jsontext.loads(data)
+        except jsontext.JsonError as exc:
+            raise ParseError(f"the request body is not valid JSON: {exc}") from None
+
+
+class OrjsonRenderer(BaseRenderer):
+    media_type = "application/json"
+    format = "json"
+    charset = None
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        if data is None:
+            return b""
+        return orjson.dumps(data)

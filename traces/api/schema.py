@@ -1,0 +1,24 @@
+"""OpenAPI helpers: every operation documents the error envelope for its failures."""
+
+from drf_spectacular.utils import OpenApiResponse
+
+from traces.api.outputs import ErrorOut
+
+_ERRORS = {
+    400: "MALFORMED_JSON: the body is not JSON",
+    401: "UNAUTHENTICATED: no or a bad API key",
+    404: "NOT_FOUND: no such organization, dataset, trace or block (or not yours)",
+    405: "METHOD_NOT_ALLOWED",
+    409: "PARENT_SUBTYPE_MISMATCH, DUPLICATE_CALL_ID, DUPLICATE_RESULT_SEQ or IMMUTABLE_FIELD",
+    413: "PAYLOAD_TOO_LARGE: a field over its byte limit, or a body over the endpoint's limit",
+    422: "VALIDATION: details name the field and rule",
+    500: "INTERNAL: no traceback is ever sent",
+}
+
+
+def errors(*codes: int) -> dict[int, OpenApiResponse]:
+    chosen = codes or (401, 404, 500)
+    return {
+        code: OpenApiResponse(response=ErrorOut, description=_ERRORS[code])
+        for code in sorted({*chosen, 401, 404, 500})
+    }

@@ -1,0 +1,64 @@
+"""API keys: made, shown once, stored hashed, revoked."""
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.utils import timezone
+
+from traces.errors import NotFound
+from traces.models import ApiKey, Organization
+
+KEY_PREFIX = "te_"
+# Writing last_used_at on every request would make every read a write.
+LAST_USED_PRECISION = timedelta(minutes=1)
+
+
+@dataclass(frozen=True)
+class NewApiKey:
+    api_key: ApiKey
+    secret: str  # the only time the key itself exists outside its owner's hands
+
+
+def api_key_hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def api_key_create(*, organization: Organization, name: str = "", created_by=None) -> NewApiKey:
+    secret = KEY_PREFIX + secrets.token_urlsafe(32)
+    api_key = ApiKey.objects.create(
+        organization=organization,
+        name=name,
+        prefix=secret[:10],
+        key_hash=api_key_hash(secret),
+        created_by=created_by,
+    )
+    return NewApiKey(api_key=api_key, secret=secret)
+
+
+def api_key_revoke(*, organization: Organization, key_id: str) -> ApiKey:
+    try:
+        api_key = ApiKey.objects.get(organization=organization, id=key_id)
+    except ApiKey.DoesNotExist:
+        raise NotFound(f"no API key {key_id!r}", {"key_id": key_id}) from None
+    if api_key.revoked_at is None:
+        api_key.revoked_at = timezone.now()
+        api_key.save(update_fields=["revoked_at"])
+    return api_key
+
+
+def api_key_authenticate(*, secret: str) -> ApiKey | None:
+    """The live key with this secret, its last use noted; None if unknown or revoked."""
+    api_key = (
+        ApiKey.objects.select_related("organization")
+        .filter(key_hash=api_key_hash(secret), revoked_at__isnull=True)
+        .first()
+    )
+    if api_key is None:
+        return None
+    now = timezone.now()
+    if api_key.last_used_at is None or now - api_key.last_used_at > LAST_USED_PRECISION:
+        ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
+        api_key.last_used_at = now
+    return api_key

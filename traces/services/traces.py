@@ -1,0 +1,75 @@
+"""Creating, changing and deleting traces through the API."""
+
+from typing import Any
+
+from django.db import transaction
+
+from traces.errors import ValidationFailed
+from traces.models import Dataset, Organization, Trace
+from traces.services.annotations import trace_reward
+from traces.services.datasets import dataset_lock_next_index
+from traces.validation import merge_patch
+
+NAME_MAX = 500
+
+
+def _object(value: Any, field_name: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValidationFailed(
+            f"{field_name} must be a JSON object", {"field": field_name, "rule": "json_object"}
+        )
+    return value
+
+
+def trace_create(
+    *,
+    organization: Organization,
+    dataset: Dataset | None,
+    name: str = "",
+    metadata: dict[str, Any] | None = None,
+) -> Trace:
+    metadata = _object(metadata if metadata is not None else {}, "metadata")
+    if len(name) > NAME_MAX:
+        raise ValidationFailed(
+            f"name has at most {NAME_MAX} characters", {"field": "name", "rule": "max_length"}
+        )
+    with transaction.atomic():
+        index = dataset_lock_next_index(dataset=dataset) if dataset is not None else 0
+        trace = Trace.objects.create(
+            organization=organization,
+            dataset=dataset,
+            index=index,
+            name=name,
+            metadata=metadata,
+            reward=trace_reward(extra={}, metadata=metadata),
+        )
+        if dataset is not None:
+            dataset.save(update_fields=["updated_at"])
+    return trace
+
+
+def trace_patch(
+    *,
+    trace: Trace,
+    extra: dict[str, Any] | None = None,
+    metadata: dict[str, Any] | None = None,
+    name: str | None = None,
+) -> Trace:
+    """Merge-patch `extra` and `metadata` (RFC 7386) under a row lock, so that two
+    annotators patching at once both keep their change."""
+    with transaction.atomic():
+        locked = Trace.objects.select_for_update().get(pk=trace.pk)
+        if extra is not None:
+            locked.extra = merge_patch(locked.extra, _object(extra, "extra"))
+        if metadata is not None:
+            locked.metadata = merge_patch(locked.metadata, _object(metadata, "metadata"))
+        if name is not None:
+            if len(name) > NAME_MAX:
+                raise ValidationFailed(
+                    f"name has at most {NAME_MAX} characters",
+                    {"field": "name", "rule": "max_length"},
+                )
+            locked.name = name
+        locked.reward = trace_reward(extra=locked.extra, metadata=locked.metadata)
+        locked.save()
+    return locked
