@@ -30,6 +30,7 @@ INSTALLED_APPS = [
     "template_partials",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "traces",
     "explorer",
 ]
@@ -130,10 +131,29 @@ LIMIT_IMAGE_BYTES = env_positive_int("LIMIT_IMAGE_BYTES", 20 * 1024 * 1024)
 
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "traces.api.errors.exception_handler",
+    "DEFAULT_RENDERER_CLASSES": ["traces.api.rendering.OrjsonRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["traces.api.rendering.OrjsonParser"],
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+    # ?format= is the export's own parameter, not DRF's renderer switch.
+    "URL_FORMAT_OVERRIDE": None,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Trace Explorer API",
+    "DESCRIPTION": (
+        "Blocks of agent traces (spec/004) under /v1/organizations/<org>/. "
+        "Authenticate with `Authorization: Bearer <key>`. Every error is "
+        '{"error": {"code", "http_status", "message", "details"}}.'
+    ),
     "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    # The docs page loads Swagger UI from this project's static files, never a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SECURITY": [{"bearerAuth": []}],
+    "APPEND_COMPONENTS": {"securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer"}}},
 }
 
 LOGGING = {
@@ -142,3 +162,7 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": "WARNING"},
 }
+
+# The largest upload (all files of one request) and blocks:batch body the API takes.
+API_UPLOAD_MAX_BYTES = env_positive_int("API_UPLOAD_MAX_BYTES", 1 << 30)
+API_BATCH_MAX_BYTES = env_positive_int("API_BATCH_MAX_BYTES", 256 << 20)

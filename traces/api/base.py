@@ -4,6 +4,7 @@ from django.conf import settings
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.views import APIView
 
+from traces.api import schema as _schema  # noqa: F401  (registers the auth schemes)
 from traces.api.auth import (
     BearerKeyAuthentication,
     CsrfSessionAuthentication,
@@ -11,7 +12,7 @@ from traces.api.auth import (
     organization_for,
 )
 from traces.api.rendering import OrjsonParser, OrjsonRenderer
-from traces.errors import PayloadTooLarge
+from traces.errors import PayloadTooLarge, ValidationFailed
 from traces.models import Organization
 
 # Margin over the largest payload limit for the rest of a block's body (raw, extra).
@@ -37,6 +38,15 @@ class OrgApi(APIView):
     # Bodies larger than this are refused from Content-Length, before they are read.
     max_body_bytes: int | None = None
 
+    def __init_subclass__(cls, **kwargs):
+        """Name each operation's own serializers after it in the OpenAPI schema."""
+        super().__init_subclass__(**kwargs)
+        for attr, suffix in (("InputSerializer", "Input"), ("OutputSerializer", "Output")):
+            serializer = cls.__dict__.get(attr)
+            if serializer is not None and "Meta" not in serializer.__dict__:
+                name = cls.__name__.removesuffix("Api") + suffix
+                serializer.Meta = type("Meta", (), {"ref_name": name})
+
     def max_body(self) -> int:
         return self.max_body_bytes or largest_block_body()
 
@@ -61,3 +71,12 @@ class OrgUploadApi(OrgApi):
 
     def max_body(self) -> int:
         return settings.API_UPLOAD_MAX_BYTES
+
+
+def valid_input(serializer_class, data):
+    """The body checked by the operation's input serializer (422 VALIDATION otherwise)."""
+    if not isinstance(data, dict):
+        raise ValidationFailed("the body must be a JSON object", {"field": "body", "rule": "type"})
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data

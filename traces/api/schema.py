@@ -1,5 +1,6 @@
 """OpenAPI helpers: every operation documents the error envelope for its failures."""
 
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiResponse
 
 from traces.api.outputs import ErrorOut
@@ -22,3 +23,19 @@ def errors(*codes: int) -> dict[int, OpenApiResponse]:
         code: OpenApiResponse(response=ErrorOut, description=_ERRORS[code])
         for code in sorted({*chosen, 401, 404, 500})
     }
+
+
+class BearerKeyScheme(OpenApiAuthenticationExtension):
+    target_class = "traces.api.auth.BearerKeyAuthentication"
+    name = "bearerAuth"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "http", "scheme": "bearer", "description": "an organization's API key"}
+
+
+class SessionScheme(OpenApiAuthenticationExtension):
+    target_class = "traces.api.auth.CsrfSessionAuthentication"
+    name = "cookieAuth"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "apiKey", "in": "cookie", "name": "sessionid"}

@@ -130,3 +130,10 @@ def block_get(*, trace: Trace, block_id: str) -> Block:
         return Block.objects.get(trace=trace, id=block_id)
     except Block.DoesNotExist:
         raise NotFound(f"no block {block_id!r} in this trace", {"block_id": block_id}) from None
+
+
+def block_get_in_org(*, organization, block_id: str) -> Block:
+    found = Block.objects.filter(trace__organization=organization, id=block_id).first()
+    if found is None:
+        raise NotFound(f"no block {block_id!r}", {"block_id": block_id})
+    return found

@@ -17,3 +17,8 @@ def organization_get(*, slug: str) -> Organization:
         return Organization.objects.get(slug=slug)
     except Organization.DoesNotExist:
         raise NotFound(f"no organization {slug!r}", {"org": slug}) from None
+
+
+def dataset_export_filename(*, dataset: Dataset, fmt: str) -> str:
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in dataset.name) or "dataset"
+    return f"{safe}.{fmt}.jsonl"

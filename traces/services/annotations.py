@@ -57,3 +57,14 @@ def block_extra_update(*, block: Block, extra: dict[str, Any]) -> Block:
         block.save(update_fields=["extra", "updated_at"])
         Trace.objects.filter(pk=block.trace_id).update(updated_at=block.updated_at)
     return block
+
+
+def block_extra_patch(*, block: Block, patch: dict[str, Any]) -> Block:
+    """Merge-patch (RFC 7386) the block's `extra` under a row lock, so that two annotators
+    patching at once both keep their change."""
+    from traces.validation import merge_patch
+
+    _check_extra(patch)
+    with transaction.atomic():
+        locked = Block.objects.select_for_update().get(pk=block.pk)
+        return block_extra_update(block=locked, extra=merge_patch(locked.extra, patch))

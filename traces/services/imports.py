@@ -24,8 +24,8 @@ from traces.ingest.drafts import ConvertedTrace, problem
 from traces.ingest.events import events_to_blocks
 from traces.ingest.types import DatasetMetadata, FormatProblem, TraceDraft
 from traces.models import Block, Dataset, Image, Organization, Trace
-from traces.services.datasets import dataset_get_or_create, dataset_lock_next_index
 from traces.services.annotations import trace_reward
+from traces.services.datasets import dataset_get_or_create, dataset_lock_next_index
 from traces.validation import Limits
 
 MAX_PROBLEMS = 1000

@@ -1,0 +1,79 @@
+"""Keys of one organization see nothing of another; sessions work with CSRF."""
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from rest_framework.test import APIClient
+
+from tests.api.conftest import BASE, error_of, post_json
+from traces.models import ApiKey, Membership
+from traces.services.api_keys import api_key_revoke
+
+
+@pytest.fixture
+def trace(api):
+    trace = post_json(api, f"{BASE}/traces", {"dataset": "private", "name": "t"}).json()
+    post_json(api, f"{BASE}/traces/{trace['id']}/blocks",
+              {"sub_type": "MESSAGE", "payload": {"role": "user", "content": "secret"}})  # fmt: skip
+    return trace
+
+
+def test_a_key_of_another_org_gets_404_like_a_missing_id(api, other_api, trace):
+    dataset_id = trace["dataset"]
+    block_id = api.get(f"{BASE}/traces/{trace['id']}/blocks").json()["blocks"][0]["id"]
+    for url in (
+        f"{BASE}/traces/{trace['id']}",
+        f"{BASE}/datasets/{dataset_id}",
+        f"{BASE}/blocks/{block_id}",
+        f"{BASE}/traces/{trace['id']}/blocks.stitched",
+    ):
+        theirs = other_api.get(url)
+        assert theirs.status_code == 404
+        assert error_of(theirs)["code"] == "NOT_FOUND"
+    # and within their own organization's URL, the ids do not exist either
+    own = other_api.get(f"/v1/organizations/rival/traces/{trace['id']}")
+    assert error_of(own) == error_of(api.get("/v1/organizations/acme/traces/tr_nope")) | {
+        "message": f"no trace {trace['id']!r}",
+        "details": {"trace_id": trace["id"]},
+    }
+    assert other_api.get("/v1/organizations/rival/traces").json()["traces"] == []
+
+
+def test_a_revoked_key_is_refused(api, key, org):
+    api_key_revoke(organization=org, key_id=ApiKey.objects.get().id)
+    assert error_of(api.get(f"{BASE}/datasets"))["code"] == "UNAUTHENTICATED"
+
+
+def test_last_use_of_a_key_is_recorded(api):
+    api.get(f"{BASE}/datasets")
+    assert ApiKey.objects.get().last_used_at is not None
+
+
+def test_a_browser_session_of_a_member_works_and_needs_csrf(org):
+    user = User.objects.create_user("ann", password="pw")
+    Membership.objects.create(user=user, organization=org)
+    client = APIClient(enforce_csrf_checks=True)
+    client.login(username="ann", password="pw")
+    assert client.get(f"{BASE}/datasets").status_code == 200
+    refused = client.post(f"{BASE}/datasets", {"name": "x"}, format="json")
+    assert refused.status_code == 403
+    assert error_of(refused)["code"] == "FORBIDDEN"
+    assert "CSRF" in error_of(refused)["message"]
+
+
+def test_a_session_of_a_non_member_gets_404(org):
+    User.objects.create_user("bob", password="pw")
+    client = APIClient()
+    client.login(username="bob", password="pw")
+    assert error_of(client.get(f"{BASE}/datasets"))["code"] == "NOT_FOUND"
+
+
+def test_create_api_key_prints_the_key_alone_on_its_last_line(db, capsys):
+    call_command("create_api_key", "--org", "newco", "--name", "ci")
+    out = capsys.readouterr().out.strip().splitlines()
+    secret = out[-1]
+    assert secret.startswith("te_") and " " not in secret
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    assert client.get("/v1/organizations/newco/datasets").status_code == 200
+    assert ApiKey.objects.get().key_hash != secret  # stored hashed

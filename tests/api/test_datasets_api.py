@@ -1,0 +1,78 @@
+import io
+import json
+
+from tests.api.conftest import BASE, error_of, post_json
+from tests.conftest import FIXTURES
+from traces.models import Dataset, Trace
+
+
+def test_it_creates_lists_reads_updates_and_deletes_a_dataset(api):
+    created = post_json(api, f"{BASE}/datasets", {"name": "runs", "metadata": {"b": 1, "a": 2}})
+    assert created.status_code == 201
+    dataset = created.json()
+    assert list(dataset["metadata"]) == ["b", "a"] and dataset["trace_count"] == 0
+    assert [d["name"] for d in api.get(f"{BASE}/datasets").json()["datasets"]] == ["runs"]
+    url = f"{BASE}/datasets/{dataset['id']}"
+    merged = api.patch(url, {"metadata": {"a": None, "c": 3}, "is_public": True}, format="json")
+    assert merged.json()["metadata"] == {"b": 1, "c": 3} and merged.json()["is_public"]
+    replaced = api.patch(url, {"metadata": {"z": 0}, "replace_metadata": True}, format="json")
+    assert replaced.json()["metadata"] == {"z": 0}
+    assert api.delete(url).status_code == 204
+    assert error_of(api.get(url))["code"] == "NOT_FOUND"
+
+
+def test_it_refuses_a_second_dataset_with_the_same_name(api):
+    post_json(api, f"{BASE}/datasets", {"name": "runs"})
+    response = post_json(api, f"{BASE}/datasets", {"name": "runs"})
+    assert response.status_code == 409
+    assert error_of(response) == {
+        "code": "DUPLICATE_NAME",
+        "http_status": 409,
+        "message": "a dataset named 'runs' already exists",
+        "details": {"field": "name", "rule": "unique"},
+    }
+
+
+def test_it_refuses_a_dataset_without_a_name(api):
+    response = post_json(api, f"{BASE}/datasets", {"metadata": {}})
+    assert response.status_code == 422
+    error = error_of(response)
+    assert (error["code"], error["details"]["field"]) == ("VALIDATION", "name")
+
+
+def test_upload_imports_files_and_export_gives_them_back(api):
+    dataset = post_json(api, f"{BASE}/datasets", {"name": "runs"}).json()
+    path = FIXTURES / "spec000_full_trace.json"
+    with path.open("rb") as one, path.open("rb") as two:
+        response = api.post(
+            f"{BASE}/datasets/{dataset['id']}/upload", {"files": [one, two]}, format="multipart"
+        )
+    assert response.status_code == 201, response.json()
+    assert (response.json()["traces"], response.json()["dataset"]["trace_count"]) == (2, 2)
+    export = api.get(f"{BASE}/datasets/{dataset['id']}/export")
+    assert export["Content-Type"] == "application/x-ndjson"
+    lines = [json.loads(line) for line in b"".join(export.streaming_content).splitlines()]
+    assert lines[1]["messages"] == json.loads(path.read_text())
+    assert len(lines) == 3
+
+
+def test_a_bad_upload_lists_every_problem_and_writes_nothing(api):
+    dataset = post_json(api, f"{BASE}/datasets", {"name": "runs"}).json()
+    bad = io.BytesIO(b'[{"role": "user", "content": "x"}]\n{oops\n')
+    bad.name = "bad.jsonl"
+    response = api.post(
+        f"{BASE}/datasets/{dataset['id']}/upload", {"files": [bad]}, format="multipart"
+    )
+    assert response.status_code == 422
+    error = error_of(response)
+    assert error["message"].startswith("1 problem found; nothing was written")
+    [found] = error["details"]["problems"]
+    assert (found["file"], found["line"], found["rule"]) == ("bad.jsonl", 2, "json")
+    assert not Trace.objects.exists() and Dataset.objects.count() == 1
+
+
+def test_export_refuses_an_unknown_format(api):
+    dataset = post_json(api, f"{BASE}/datasets", {"name": "runs"}).json()
+    response = api.get(f"{BASE}/datasets/{dataset['id']}/export?format=csv")
+    assert response.status_code == 422
+    assert error_of(response)["details"] == {"field": "format", "rule": "enum"}

@@ -1,0 +1,35 @@
+import pytest
+import yaml
+from django.core.management import call_command
+
+
+def test_the_schema_validates_and_describes_every_endpoint(db, tmp_path):
+    out = tmp_path / "schema.yaml"
+    call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(out))
+    schema = yaml.safe_load(out.read_text())
+    paths = schema["paths"]
+    base = "/v1/organizations/{org}"
+    assert set(paths) == {
+        f"{base}/datasets",
+        f"{base}/datasets/{{dataset_id}}",
+        f"{base}/datasets/{{dataset_id}}/upload",
+        f"{base}/datasets/{{dataset_id}}/export",
+        f"{base}/traces",
+        f"{base}/traces/{{trace_id}}",
+        f"{base}/traces/{{trace_id}}/blocks",
+        f"{base}/traces/{{trace_id}}/blocks:batch",
+        f"{base}/traces/{{trace_id}}/blocks.stitched",
+        f"{base}/blocks/{{block_id}}",
+    }
+    create = paths[f"{base}/traces/{{trace_id}}/blocks"]["post"]
+    assert {"201", "400", "401", "404", "409", "413", "422", "500"} <= set(create["responses"])
+    assert "bearerAuth" in schema["components"]["securitySchemes"]
+
+
+@pytest.mark.parametrize("url", ["/v1/schema", "/v1/docs"])
+def test_schema_and_docs_are_served_without_a_cdn(client, url):
+    response = client.get(url)
+    assert response.status_code == 200
+    body = response.content.decode()
+    for cdn in ("cdn.jsdelivr", "unpkg.com", "cdnjs"):
+        assert cdn not in body

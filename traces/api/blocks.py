@@ -1,0 +1,193 @@
+"""Blocks of a trace (spec/004): append one or a batch, read flat or stitched, annotate.
+
+The input serializers describe the bodies for the schema; the rules themselves are
+checked by traces.validation, the one module every way in shares, so that the API
+answers with spec/004's codes and details.
+"""
+
+from typing import Any
+
+from django.conf import settings
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from traces.api.base import OrgApi
+from traces.api.outputs import BlockOut, StitchedNodeOut, block_out
+from traces.api.schema import errors
+from traces.errors import ImmutableField, ValidationFailed
+from traces.selectors.blocks import block_get_in_org, trace_blocks_flat, trace_tree_get
+from traces.selectors.traces import trace_get
+from traces.services.annotations import block_extra_patch
+from traces.services.blocks import BATCH_MAX, BlockInput, block_create, blocks_create_batch
+from traces.validation import IMMUTABLE_BLOCK_FIELDS
+
+BLOCK_KEYS = {"sub_type", "block_type", "parent_block_id", "payload", "raw", "extra"}
+
+
+class BlockIn(serializers.Serializer):
+    sub_type = serializers.ChoiceField(["MESSAGE", "TOOL_CALL", "THINK", "TOOL_RESULT"])
+    block_type = serializers.ChoiceField(["MESSAGE", "ACT", "OBSERVE"], required=False)
+    parent_block_id = serializers.CharField(required=False, allow_null=True)
+    payload = serializers.JSONField()
+    raw = serializers.JSONField(required=False, allow_null=True)
+    extra = serializers.JSONField(required=False)
+
+
+class BatchBlockIn(BlockIn):
+    ref = serializers.CharField(
+        required=False, help_text="a name later blocks of the batch may use as parent_block_id"
+    )
+
+
+def _block_input(data: Any, allowed: set[str], where: str = "") -> BlockInput:
+    if not isinstance(data, dict):
+        raise ValidationFailed(
+            f"{where}a block must be a JSON object", {"field": "body", "rule": "type"}
+        )
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise ValidationFailed(
+            f"{where}unknown field {unknown[0]!r}; a block has {', '.join(sorted(allowed))}",
+            {"field": unknown[0], "rule": "unknown_field"},
+        )
+    if "payload" not in data:
+        raise ValidationFailed(
+            f"{where}payload is required", {"field": "payload", "rule": "required"}
+        )
+    return BlockInput(**{key: data.get(key) for key in allowed})
+
+
+class BlockCreateApi(OrgApi):
+    @extend_schema(
+        operation_id="blocks_create",
+        request=BlockIn,
+        responses={201: BlockOut, **errors(400, 409, 413, 422)},
+    )
+    def post(self, request, org, trace_id):
+        trace = trace_get(organization=self.organization, trace_id=trace_id)
+        block = block_create(trace=trace, block=_block_input(request.data, BLOCK_KEYS))
+        return Response(block_out(block), status=201)
+
+
+class BlockBatchCreateApi(OrgApi):
+    class InputSerializer(serializers.Serializer):
+        blocks = BatchBlockIn(many=True, help_text=f"1 to {BATCH_MAX} blocks")
+
+    class OutputSerializer(serializers.Serializer):
+        blocks = BlockOut(many=True)
+
+    def max_body(self) -> int:
+        return settings.API_BATCH_MAX_BYTES
+
+    @extend_schema(
+        operation_id="blocks_batch_create",
+        request=InputSerializer,
+        responses={201: OutputSerializer, **errors(400, 409, 413, 422)},
+        description="Atomic: a failure names the index of the failing block and writes nothing.",
+    )
+    def post(self, request, org, trace_id):
+        trace = trace_get(organization=self.organization, trace_id=trace_id)
+        body = request.data
+        items = body.get("blocks") if isinstance(body, dict) else body
+        if not isinstance(items, list):
+            raise ValidationFailed(
+                'send {"blocks": [...]}: an array of blocks', {"field": "blocks", "rule": "type"}
+            )
+        inputs = []
+        for index, item in enumerate(items):
+            try:
+                inputs.append(_block_input(item, BLOCK_KEYS | {"ref"}, f"block {index}: "))
+            except ValidationFailed as exc:
+                exc.details = {"index": index, **exc.details}
+                raise
+        rows = blocks_create_batch(trace=trace, blocks=inputs)
+        return Response({"blocks": [block_out(b) for b in rows]}, status=201)
+
+
+class BlockListApi(OrgApi):
+    class OutputSerializer(serializers.Serializer):
+        blocks = BlockOut(many=True)
+        next_cursor = serializers.CharField(allow_null=True)
+
+    @extend_schema(
+        operation_id="blocks_list",
+        parameters=[
+            OpenApiParameter("cursor", str, description="next_cursor of the previous page"),
+            OpenApiParameter("limit", int, description="1 to 1000, default 500"),
+        ],
+        responses={200: OutputSerializer, **errors(422)},
+        description="Every block in stitched order: a message, its thinks and calls, each "
+        "call followed by its results.",
+    )
+    def get(self, request, org, trace_id):
+        trace = trace_get(organization=self.organization, trace_id=trace_id)
+        try:
+            limit = int(request.GET.get("limit", 500))
+            start = int(request.GET.get("cursor") or 0)
+        except ValueError:
+            raise ValidationFailed(
+                "limit and cursor must be integers", {"field": "cursor", "rule": "integer"}
+            ) from None
+        if not 1 <= limit <= 1000 or start < 0:
+            raise ValidationFailed("limit must be 1 to 1000", {"field": "limit", "rule": "range"})
+        blocks = trace_blocks_flat(trace=trace)
+        page = blocks[start : start + limit]
+        more = start + limit < len(blocks)
+        return Response({"blocks": page, "next_cursor": str(start + limit) if more else None})
+
+
+class BlockStitchedApi(OrgApi):
+    class OutputSerializer(serializers.Serializer):
+        trace_id = serializers.CharField()
+        messages = StitchedNodeOut(many=True)
+        orphans = serializers.DictField(child=BlockOut(many=True))
+
+    @extend_schema(
+        operation_id="blocks_stitched",
+        responses={200: OutputSerializer, **errors()},
+        description="message -> (think, tool_call -> tool_results); results ordered by "
+        "payload.seq (nulls last), created_at, id; orphans for debugging.",
+    )
+    def get(self, request, org, trace_id):
+        trace = trace_get(organization=self.organization, trace_id=trace_id)
+        return Response(trace_tree_get(trace=trace))
+
+
+class BlockGetApi(OrgApi):
+    @extend_schema(operation_id="blocks_get", responses={200: BlockOut, **errors()})
+    def get(self, request, org, block_id):
+        return Response(
+            block_out(block_get_in_org(organization=self.organization, block_id=block_id))
+        )
+
+
+class BlockPatchApi(OrgApi):
+    class InputSerializer(serializers.Serializer):
+        extra = serializers.JSONField(help_text="RFC 7386 merge patch; the only mutable field")
+
+    @extend_schema(
+        operation_id="blocks_patch",
+        request=InputSerializer,
+        responses={200: BlockOut, **errors(400, 409, 422)},
+    )
+    def patch(self, request, org, block_id):
+        block = block_get_in_org(organization=self.organization, block_id=block_id)
+        body = request.data
+        if not isinstance(body, dict):
+            raise ValidationFailed(
+                "the body must be a JSON object", {"field": "body", "rule": "type"}
+            )
+        changed = sorted(set(body) - {"extra"})
+        if changed:
+            field = changed[0]
+            reason = "is immutable" if field in IMMUTABLE_BLOCK_FIELDS else "is not a block field"
+            raise ImmutableField(
+                f"{field} {reason}: only extra may change after a block is written",
+                {"field": field, "block_id": block.id},
+            )
+        if "extra" not in body:
+            raise ValidationFailed(
+                "send extra, a merge patch", {"field": "extra", "rule": "required"}
+            )
+        return Response(block_out(block_extra_patch(block=block, patch=body["extra"])))

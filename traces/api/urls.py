@@ -1,0 +1,50 @@
+"""URLs of the API. Each operation is its own class; a URL's view combines the classes of
+the operations it serves (their methods do not overlap)."""
+
+from django.urls import path
+
+from traces.api import blocks, datasets, traces
+
+
+def combine(name: str, *operations: type) -> type:
+    return type(name, operations, {})
+
+
+DatasetsView = combine("DatasetsView", datasets.DatasetListApi, datasets.DatasetCreateApi)
+DatasetView = combine(
+    "DatasetView", datasets.DatasetGetApi, datasets.DatasetUpdateApi, datasets.DatasetDeleteApi
+)
+TracesView = combine("TracesView", traces.TraceListApi, traces.TraceCreateApi)
+TraceView = combine("TraceView", traces.TraceGetApi, traces.TracePatchApi, traces.TraceDeleteApi)
+BlocksView = combine("BlocksView", blocks.BlockListApi, blocks.BlockCreateApi)
+BlockView = combine("BlockView", blocks.BlockGetApi, blocks.BlockPatchApi)
+
+ORG = "v1/organizations/<slug:org>/"
+urlpatterns = [
+    path(f"{ORG}datasets", DatasetsView.as_view(), name="api-datasets"),
+    path(f"{ORG}datasets/<str:dataset_id>", DatasetView.as_view(), name="api-dataset"),
+    path(
+        f"{ORG}datasets/<str:dataset_id>/upload",
+        datasets.DatasetUploadApi.as_view(),
+        name="api-dataset-upload",
+    ),
+    path(
+        f"{ORG}datasets/<str:dataset_id>/export",
+        datasets.DatasetExportApi.as_view(),
+        name="api-dataset-export",
+    ),
+    path(f"{ORG}traces", TracesView.as_view(), name="api-traces"),
+    path(f"{ORG}traces/<str:trace_id>", TraceView.as_view(), name="api-trace"),
+    path(f"{ORG}traces/<str:trace_id>/blocks", BlocksView.as_view(), name="api-blocks"),
+    path(
+        f"{ORG}traces/<str:trace_id>/blocks:batch",
+        blocks.BlockBatchCreateApi.as_view(),
+        name="api-blocks-batch",
+    ),
+    path(
+        f"{ORG}traces/<str:trace_id>/blocks.stitched",
+        blocks.BlockStitchedApi.as_view(),
+        name="api-blocks-stitched",
+    ),
+    path(f"{ORG}blocks/<str:block_id>", BlockView.as_view(), name="api-block"),
+]
