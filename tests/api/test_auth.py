@@ -13,8 +13,8 @@ from traces.services.api_keys import api_key_revoke
 @pytest.fixture
 def trace(api):
     trace = post_json(api, f"{BASE}/traces", {"dataset": "private", "name": "t"}).json()
-    post_json(api, f"{BASE}/traces/{trace['id']}/blocks",
-              {"sub_type": "MESSAGE", "payload": {"role": "user", "content": "secret"}})  # fmt: skip
+    body = {"sub_type": "MESSAGE", "payload": {"role": "user", "content": "secret"}}
+    post_json(api, f"{BASE}/traces/{trace['id']}/blocks", body)
     return trace
 
 
