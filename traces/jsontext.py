@@ -6,7 +6,6 @@ byte ever reaches the database).
 """
 
 import json
-import re
 from typing import Any
 
 import orjson
@@ -22,9 +21,7 @@ def dumps(value: Any) -> str:
 
 
 INT_MIN, INT_MAX = -(2**63), 2**64 - 1
-# orjson turns integers beyond 64 bits into floats, silently losing digits; a
-# run of 19 digits or more sends the text through a parser that can tell.
-_LONG_DIGITS = re.compile(rb"\d{19,}")
+_BIG = float(2**63)
 
 
 def _checked_int(text: str) -> int:
@@ -42,10 +39,24 @@ def loads(text: str | bytes) -> Any:
         value = orjson.loads(text)
     except orjson.JSONDecodeError as exc:
         raise JsonError(_describe(str(exc))) from None
-    raw = text.encode() if isinstance(text, str) else text
-    if _LONG_DIGITS.search(raw):
-        json.loads(raw, parse_int=_checked_int)
+    if _has_big_float(value):
+        # orjson turns integers beyond 64 bits into floats, silently losing digits;
+        # only then is the text parsed again by a parser that can tell.
+        json.loads(text, parse_int=_checked_int)
     return value
+
+
+def _has_big_float(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, float) and abs(item) >= _BIG:
+            return True
+    return False
 
 
 def _describe(msg: str) -> str:

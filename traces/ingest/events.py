@@ -8,7 +8,6 @@ which event a block came from, so export gives the events back unchanged.
 
 from typing import Any
 
-from traces import jsontext
 from traces.errors import DuplicateCallId, DuplicateResultSeq, TraceStoreError
 from traces.ingest.drafts import BlockDraft, ConvertedTrace, problem, problem_from_error
 from traces.ingest.images import extract_images
@@ -276,11 +275,6 @@ def events_to_blocks(
             continue
         raw = extract_images(event, t.images)
         content = raw.get("content")
-        try:
-            jsontext.dumps(raw)
-        except TypeError as exc:  # numbers beyond 64 bits from the incremental parser
-            t.problems.append(problem(t.where(i), f"cannot be kept as JSON: {exc}"))
-            continue
         if role in TOOL_ROLES or ("tool_call_id" in event and not event.get("tool_calls")):
             _tool_output(t, event, i, raw, content)
         else:
