@@ -1,0 +1,1 @@
+"""Browser-facing views: one module a page."""
