@@ -77,3 +77,9 @@ def test_create_api_key_prints_the_key_alone_on_its_last_line(db, capsys):
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
     assert client.get("/v1/organizations/newco/datasets").status_code == 200
     assert ApiKey.objects.get().key_hash != secret  # stored hashed
+
+
+def test_whoami_names_the_organization_and_key(api):
+    body = api.get(f"{BASE}/whoami").json()
+    assert body["organization"] == "acme" and body["api_key"].startswith("key_")
+    assert body["user"] is None

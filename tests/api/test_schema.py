@@ -10,6 +10,7 @@ def test_the_schema_validates_and_describes_every_endpoint(db, tmp_path):
     paths = schema["paths"]
     base = "/v1/organizations/{org}"
     assert set(paths) == {
+        f"{base}/whoami",
         f"{base}/datasets",
         f"{base}/datasets/{{dataset_id}}",
         f"{base}/datasets/{{dataset_id}}/upload",

@@ -3,7 +3,7 @@ the operations it serves (their methods do not overlap)."""
 
 from django.urls import path
 
-from traces.api import blocks, datasets, traces
+from traces.api import blocks, datasets, traces, whoami
 
 
 def combine(name: str, *operations: type) -> type:
@@ -21,6 +21,7 @@ BlockView = combine("BlockView", blocks.BlockGetApi, blocks.BlockPatchApi)
 
 ORG = "v1/organizations/<slug:org>/"
 urlpatterns = [
+    path(f"{ORG}whoami", whoami.WhoAmIApi.as_view(), name="api-whoami"),
     path(f"{ORG}datasets", DatasetsView.as_view(), name="api-datasets"),
     path(f"{ORG}datasets/<str:dataset_id>", DatasetView.as_view(), name="api-dataset"),
     path(

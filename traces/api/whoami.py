@@ -1,0 +1,28 @@
+"""Who the caller is: the cheapest authenticated call, for clients checking their key."""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from traces.api.auth import KeyPrincipal
+from traces.api.base import OrgApi
+from traces.api.schema import errors
+
+
+class WhoAmIApi(OrgApi):
+    class OutputSerializer(serializers.Serializer):
+        organization = serializers.CharField()
+        api_key = serializers.CharField(allow_null=True)
+        user = serializers.CharField(allow_null=True)
+
+    @extend_schema(operation_id="whoami", responses={200: OutputSerializer, **errors()})
+    def get(self, request, org):
+        principal = request.user
+        is_key = isinstance(principal, KeyPrincipal)
+        return Response(
+            {
+                "organization": self.organization.slug,
+                "api_key": principal.api_key.id if is_key else None,
+                "user": None if is_key else principal.get_username(),
+            }
+        )
