@@ -6,7 +6,10 @@ from django.db.models import QuerySet
 from traces.models import Block, Trace
 
 # The expression must be the index's, word for word, for PostgreSQL to use it.
-PG_MATCH = "to_tsvector('simple'::regconfig, traces_block.payload) @@ plainto_tsquery('simple'::regconfig, %s)"
+PG_MATCH = (
+    "to_tsvector('simple'::regconfig, traces_block.payload)"
+    " @@ plainto_tsquery('simple'::regconfig, %s)"
+)
 
 
 def blocks_matching(*, text: str) -> QuerySet[Block]:
