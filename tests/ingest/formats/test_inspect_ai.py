@@ -1,48 +1,27 @@
 """Inspect AI eval logs: one trace per sample, attachments resolved, first score as reward."""
 
-import io
 import json
-from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 
+from tests.ingest.formats.helpers import (
+    ALL_FIXTURES,
+    DATA,
+    FIXTURES,
+    problems,
+    read_with,
+    sniff_of,
+    traces,
+)
 from traces.ingest.formats.inspect_ai import FORMAT, resolve, score_reward, with_missing_calls
-from traces.ingest.types import DatasetMetadata, FormatProblem, Sniff, TraceDraft
+from traces.ingest.types import DatasetMetadata
 
-FIXTURES = Path(__file__).parent / "fixtures"
-DATA = Path(__file__).resolve().parents[3] / ".." / "shared" / "data"
 FIXTURE = FIXTURES / "inspect_ai.json"
-ALL_FIXTURES = [
-    "tau2.json",
-    "swe_agent.traj",
-    "toolbench.json",
-    "inspect_ai.json",
-    "who_and_when.json",
-]
-
-
-def sniff_of(data: bytes) -> Sniff:
-    return Sniff(
-        head=data[:65536],
-        first_char=data.lstrip()[:1].decode(),
-        top_keys=frozenset(orjson.loads(data)),
-    )
 
 
 def read(data: bytes | dict[str, Any]) -> list[Any]:
-    if isinstance(data, dict):
-        data = orjson.dumps(data)
-    return list(FORMAT.read(io.BytesIO(data)))
-
-
-def traces(items: list[Any]) -> list[TraceDraft]:
-    return [item for item in items if isinstance(item, TraceDraft)]
-
-
-def problems(items: list[Any]) -> list[FormatProblem]:
-    return [item for item in items if isinstance(item, FormatProblem)]
+    return read_with(FORMAT, data)
 
 
 def fixture() -> dict[str, Any]:

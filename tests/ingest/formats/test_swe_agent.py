@@ -1,46 +1,26 @@
 """SWE-agent `.traj` files: one trace, the chat from `history`, no reward."""
 
-import io
 import json
-from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 
+from tests.ingest.formats.helpers import (
+    ALL_FIXTURES,
+    DATA,
+    FIXTURES,
+    only_trace,
+    read_with,
+    sniff_of,
+)
 from traces.ingest.formats.swe_agent import FORMAT
-from traces.ingest.types import DatasetMetadata, FormatProblem, Sniff, TraceDraft
+from traces.ingest.types import DatasetMetadata, FormatProblem
 
-FIXTURES = Path(__file__).parent / "fixtures"
-DATA = Path(__file__).resolve().parents[3] / ".." / "shared" / "data"
 FIXTURE = FIXTURES / "swe_agent.traj"
-ALL_FIXTURES = [
-    "tau2.json",
-    "swe_agent.traj",
-    "toolbench.json",
-    "inspect_ai.json",
-    "who_and_when.json",
-]
-
-
-def sniff_of(data: bytes) -> Sniff:
-    return Sniff(
-        head=data[:65536],
-        first_char=data.lstrip()[:1].decode(),
-        top_keys=frozenset(orjson.loads(data)),
-    )
 
 
 def read(data: bytes | dict[str, Any]) -> list[Any]:
-    if isinstance(data, dict):
-        data = orjson.dumps(data)
-    return list(FORMAT.read(io.BytesIO(data)))
-
-
-def only_trace(items: list[Any]) -> TraceDraft:
-    found = [item for item in items if isinstance(item, TraceDraft)]
-    assert len(found) == 1
-    return found[0]
+    return read_with(FORMAT, data)
 
 
 def fixture() -> dict[str, Any]:

@@ -2,43 +2,26 @@
 
 import io
 import json
-from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 
+from tests.ingest.formats.helpers import (
+    ALL_FIXTURES,
+    DATA,
+    FIXTURES,
+    read_with,
+    sniff_of,
+    traces,
+)
 from traces.ingest.formats.tau2 import FORMAT, compact, iter_top_level
-from traces.ingest.types import DatasetMetadata, FormatProblem, Sniff, TraceDraft
+from traces.ingest.types import DatasetMetadata, FormatProblem, Sniff
 
-FIXTURES = Path(__file__).parent / "fixtures"
-DATA = Path(__file__).resolve().parents[3] / ".." / "shared" / "data"
 FIXTURE = FIXTURES / "tau2.json"
-ALL_FIXTURES = [
-    "tau2.json",
-    "swe_agent.traj",
-    "toolbench.json",
-    "inspect_ai.json",
-    "who_and_when.json",
-]
-
-
-def sniff_of(data: bytes) -> Sniff:
-    return Sniff(
-        head=data[:65536],
-        first_char=data.lstrip()[:1].decode(),
-        top_keys=frozenset(orjson.loads(data)),
-    )
 
 
 def read(data: bytes | dict[str, Any]) -> list[Any]:
-    if isinstance(data, dict):
-        data = orjson.dumps(data)
-    return list(FORMAT.read(io.BytesIO(data)))
-
-
-def traces(items: list[Any]) -> list[TraceDraft]:
-    return [item for item in items if isinstance(item, TraceDraft)]
+    return read_with(FORMAT, data)
 
 
 @pytest.mark.parametrize("fixture", ALL_FIXTURES)

@@ -1,26 +1,27 @@
 """Who&When failure logs: one trace, `history` as events, failure labels in metadata."""
 
-import io
 import json
-from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 
+from tests.ingest.formats.helpers import (
+    ALL_FIXTURES,
+    DATA,
+    FIXTURES,
+    only_trace,
+    read_with,
+    sniff_of,
+)
 from traces.ingest.formats.who_and_when import FORMAT
-from traces.ingest.types import DatasetMetadata, FormatProblem, Sniff, TraceDraft
+from traces.ingest.types import DatasetMetadata, FormatProblem, Sniff
 
-FIXTURES = Path(__file__).parent / "fixtures"
-DATA = Path(__file__).resolve().parents[3] / ".." / "shared" / "data"
 FIXTURE = FIXTURES / "who_and_when.json"
-ALL_FIXTURES = [
-    "tau2.json",
-    "swe_agent.traj",
-    "toolbench.json",
-    "inspect_ai.json",
-    "who_and_when.json",
-]
+
+
+def read(data: bytes | dict[str, Any]) -> list[Any]:
+    return read_with(FORMAT, data)
+
 
 # An algorithm-generated (CaptainAgent) log: user/assistant roles, the agent in `name`.
 ALGORITHM_GENERATED = {
@@ -42,26 +43,6 @@ ALGORITHM_GENERATED = {
     "mistake_reason": "The code failed to handle edge cases.",
     "system_prompt": {"Excel_Expert": "## Your role\n" + "x" * 3000, "Computer_terminal": "..."},
 }
-
-
-def sniff_of(data: bytes) -> Sniff:
-    return Sniff(
-        head=data[:65536],
-        first_char=data.lstrip()[:1].decode(),
-        top_keys=frozenset(orjson.loads(data)),
-    )
-
-
-def read(data: bytes | dict[str, Any]) -> list[Any]:
-    if isinstance(data, dict):
-        data = orjson.dumps(data)
-    return list(FORMAT.read(io.BytesIO(data)))
-
-
-def only_trace(items: list[Any]) -> TraceDraft:
-    found = [item for item in items if isinstance(item, TraceDraft)]
-    assert len(found) == 1
-    return found[0]
 
 
 @pytest.mark.parametrize("name", ALL_FIXTURES)
