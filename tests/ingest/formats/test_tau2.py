@@ -14,7 +14,8 @@ from tests.ingest.formats.helpers import (
     sniff_of,
     traces,
 )
-from traces.ingest.formats.tau2 import FORMAT, compact, iter_top_level
+from traces.ingest.formats.common import compact, iter_top_level
+from traces.ingest.formats.tau2 import FORMAT
 from traces.ingest.types import DatasetMetadata, FormatProblem, Sniff
 
 FIXTURE = FIXTURES / "tau2.json"

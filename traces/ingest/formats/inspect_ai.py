@@ -10,10 +10,8 @@ import re
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-import ijson
-
-from traces.ingest.formats.tau2 import compact, iter_top_level, number
-from traces.ingest.types import DatasetMetadata, FormatProblem, Item, Sniff, TraceDraft
+from traces.ingest.formats.common import compact, number, read_runs
+from traces.ingest.types import FormatProblem, Item, Sniff, TraceDraft
 
 ATTACHMENT = "attachment://"
 _REF = re.compile(r"attachment://([0-9a-f]{32})")
@@ -133,29 +131,14 @@ class InspectAI:
 
     def read(self, stream: BinaryIO) -> Iterator[Item]:
         top: dict[str, Any] = {}
-        count = 0
-        try:
-            for key, value in iter_top_level(stream, "samples"):
-                if key != "samples.item":
-                    if key in ("eval", "results", "stats", "status", "error", "samples"):
-                        top[key] = value
-                    if key == "samples":
-                        yield FormatProblem(
-                            f"`samples` must be an array, not {type(value).__name__}",
-                            {"field": "samples"},
-                        )
-                    continue
-                if count == 0:
-                    yield DatasetMetadata(_run_facts(top))
-                yield _trace(value, count)
-                count += 1
-        except ijson.JSONError as exc:
-            yield FormatProblem(f"invalid JSON: {exc}", {}, rule="json")
-            return
-        if count == 0:
-            yield DatasetMetadata(_run_facts(top))
-            if "samples" not in top:
-                yield FormatProblem("no samples: no trace to import", {}, rule="non_empty")
+
+        def keep(key: str, value: Any) -> None:
+            if key in ("eval", "results", "stats", "status", "error", "samples"):
+                top[key] = value
+
+        yield from read_runs(
+            stream, runs_key="samples", keep=keep, facts=lambda: _run_facts(top), trace=_trace
+        )
 
 
 FORMAT = InspectAI()

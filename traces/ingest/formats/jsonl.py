@@ -29,13 +29,13 @@ class JsonLines:
             except jsontext.JsonError as exc:
                 yield FormatProblem(f"invalid JSON: {exc}", where, rule="json")
                 continue
-            if isinstance(value, dict) and "metadata" in value and not (
-                {"messages", "blocks"} & value.keys()
+            if (
+                isinstance(value, dict)
+                and "metadata" in value
+                and not ({"messages", "blocks"} & value.keys())
             ):
                 if line_no != 1 or trace_index:
-                    yield FormatProblem(
-                        "a dataset metadata line may only be the first line", where
-                    )
+                    yield FormatProblem("a dataset metadata line may only be the first line", where)
                 elif not isinstance(value["metadata"], dict):
                     yield FormatProblem(
                         "`metadata` must be an object", {**where, "field": "metadata"}

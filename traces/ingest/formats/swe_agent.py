@@ -11,7 +11,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from traces.ingest.formats.tau2 import BIG_STRING, compact
+from traces.ingest.formats.common import BIG_STRING, compact
 from traces.ingest.types import DatasetMetadata, FormatProblem, Item, Sniff, TraceDraft
 
 

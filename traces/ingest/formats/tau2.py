@@ -4,57 +4,17 @@ One trace per simulation, its `messages` kept as they are (flat tool calls
 `{id, name, arguments, requestor}`, tool outputs linked by `id`, a user who calls
 tools). The file is read in one incremental pass: `simulations` can be very large.
 
-`iter_top_level` and `compact` are also used by the other benchmark adapters.
 """
 
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-import ijson
-
-from traces.ingest.types import DatasetMetadata, FormatProblem, Item, Sniff, TraceDraft
-
-BIG_STRING = 2000  # characters: longer strings are left out of metadata
-
-
-def compact(value: Any, limit: int = BIG_STRING) -> Any:
-    """`value` without the strings longer than `limit` inside its objects and arrays."""
-
-    def small(v: Any) -> bool:
-        return not (isinstance(v, str) and len(v) > limit)
-
-    if isinstance(value, dict):
-        return {k: compact(v, limit) for k, v in value.items() if small(v)}
-    if isinstance(value, list):
-        return [compact(v, limit) for v in value if small(v)]
-    return value
-
-
-def iter_top_level(stream: BinaryIO, big: str) -> Iterator[tuple[str, Any]]:
-    """One pass over a JSON object: `(key, value)` for each top-level key, except that an
-    array under `big` gives `(f"{big}.item", item)` for each item, built one at a time."""
-    builder = ijson.ObjectBuilder()
-    unit: str | None = None
-    for prefix, event, value in ijson.parse(stream, use_float=True):
-        if unit is None:
-            if prefix == "" or (prefix == big and event in ("start_array", "end_array")):
-                continue
-            unit, builder = prefix, ijson.ObjectBuilder()
-        builder.event(event, value)
-        if prefix == unit and event not in ("start_map", "start_array", "map_key"):
-            yield unit, builder.value
-            unit = None
+from traces.ingest.formats.common import compact, number, read_runs
+from traces.ingest.types import FormatProblem, Item, Sniff, TraceDraft
 
 
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
-
-
-def number(value: Any) -> float | int | None:
-    """A reward: numbers as they are, booleans as 1/0, anything else None."""
-    if isinstance(value, bool):
-        return int(value)
-    return value if isinstance(value, int | float) else None
 
 
 def _run_facts(top: dict[str, Any]) -> dict[str, Any]:
@@ -109,31 +69,16 @@ class Tau2:
 
     def read(self, stream: BinaryIO) -> Iterator[Item]:
         top: dict[str, Any] = {}
-        count = 0
-        try:
-            for key, value in iter_top_level(stream, "simulations"):
-                if key == "tasks" and isinstance(value, list):
-                    top["num_tasks"] = len(value)  # the tasks themselves are not kept
-                    continue
-                if key != "simulations.item":
-                    top[key] = value
-                    if key == "simulations":
-                        yield FormatProblem(
-                            f"`simulations` must be an array, not {type(value).__name__}",
-                            {"field": "simulations"},
-                        )
-                    continue
-                if count == 0:
-                    yield DatasetMetadata(_run_facts(top))
-                yield _trace(value, count)
-                count += 1
-        except ijson.JSONError as exc:
-            yield FormatProblem(f"invalid JSON: {exc}", {}, rule="json")
-            return
-        if count == 0:
-            yield DatasetMetadata(_run_facts(top))
-            if "simulations" not in top:
-                yield FormatProblem("no simulations: no trace to import", {}, rule="non_empty")
+
+        def keep(key: str, value: Any) -> None:
+            if key == "tasks" and isinstance(value, list):
+                top["num_tasks"] = len(value)  # the tasks themselves are not kept
+            else:
+                top[key] = value
+
+        yield from read_runs(
+            stream, runs_key="simulations", keep=keep, facts=lambda: _run_facts(top), trace=_trace
+        )
 
 
 FORMAT = Tau2()

@@ -10,7 +10,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from traces.ingest.formats.tau2 import compact, number
+from traces.ingest.formats.common import compact, number
 from traces.ingest.types import DatasetMetadata, FormatProblem, Item, Sniff, TraceDraft
 
 

@@ -1,0 +1,83 @@
+"""What the benchmark adapters share: one incremental pass over a file of runs, and
+small helpers for the metadata they keep."""
+
+from collections.abc import Callable, Iterator
+from typing import Any, BinaryIO
+
+import ijson
+
+from traces.ingest.types import DatasetMetadata, FormatProblem, Item, TraceDraft
+
+BIG_STRING = 2000  # characters: longer strings are left out of metadata
+
+
+def compact(value: Any, limit: int = BIG_STRING) -> Any:
+    """`value` without the strings longer than `limit` inside its objects and arrays."""
+
+    def small(v: Any) -> bool:
+        return not (isinstance(v, str) and len(v) > limit)
+
+    if isinstance(value, dict):
+        return {k: compact(v, limit) for k, v in value.items() if small(v)}
+    if isinstance(value, list):
+        return [compact(v, limit) for v in value if small(v)]
+    return value
+
+
+def iter_top_level(stream: BinaryIO, big: str) -> Iterator[tuple[str, Any]]:
+    """One pass over a JSON object: `(key, value)` for each top-level key, except that an
+    array under `big` gives `(f"{big}.item", item)` for each item, built one at a time."""
+    builder = ijson.ObjectBuilder()
+    unit: str | None = None
+    for prefix, event, value in ijson.parse(stream, use_float=True):
+        if unit is None:
+            if prefix == "" or (prefix == big and event in ("start_array", "end_array")):
+                continue
+            unit, builder = prefix, ijson.ObjectBuilder()
+        builder.event(event, value)
+        if prefix == unit and event not in ("start_map", "start_array", "map_key"):
+            yield unit, builder.value
+            unit = None
+
+
+def number(value: Any) -> float | int | None:
+    """A reward: numbers as they are, booleans as 1/0, anything else None."""
+    if isinstance(value, bool):
+        return int(value)
+    return value if isinstance(value, int | float) else None
+
+
+def read_runs(
+    stream: BinaryIO,
+    *,
+    runs_key: str,
+    keep: Callable[[str, Any], None],
+    facts: Callable[[], dict[str, Any]],
+    trace: Callable[[Any, int], TraceDraft | FormatProblem],
+) -> Iterator[Item]:
+    """Each run under `runs_key` as a trace, one at a time; the other top-level keys go to
+    `keep`, and `facts()` (the dataset's metadata) is yielded before the first run."""
+    count = 0
+    seen_runs_key = False
+    try:
+        for key, value in iter_top_level(stream, runs_key):
+            if key != f"{runs_key}.item":
+                keep(key, value)
+                if key == runs_key:
+                    seen_runs_key = True
+                    yield FormatProblem(
+                        f"`{runs_key}` must be an array, not {type(value).__name__}",
+                        {"field": runs_key},
+                    )
+                continue
+            if count == 0:
+                yield DatasetMetadata(facts())
+            yield trace(value, count)
+            count += 1
+    except ijson.JSONError as exc:
+        yield FormatProblem(f"invalid JSON: {exc}", {}, rule="json")
+        return
+    if count == 0:
+        yield DatasetMetadata(facts())
+    if count == 0 and not seen_runs_key:
+        yield FormatProblem(f"no {runs_key}: no trace to import", {}, rule="non_empty")
