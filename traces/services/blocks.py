@@ -126,6 +126,38 @@ def _with_index(exc: TraceStoreError, index: int) -> TraceStoreError:
     return exc
 
 
+def _taken_keys(trace: Trace) -> tuple[set[str], set[tuple[str, int]]]:
+    """The trace's call ids and (call id, seq) result keys, read in one statement so that
+    both come from the same moment."""
+    calls: set[str] = set()
+    results: set[tuple[str, int]] = set()
+    rows = Block.objects.filter(trace=trace, sub_type__in=("TOOL_CALL", "TOOL_RESULT"))
+    for sub_type, call_id, seq in rows.values_list("sub_type", "call_id", "result_seq"):
+        if sub_type == "TOOL_CALL":
+            calls.add(call_id)
+        else:
+            results.add((call_id, seq))
+    return calls, results
+
+
+def _first_duplicate(trace: Trace, rows: list[Block]) -> TraceStoreError | None:
+    """The first block of the batch whose call id or result seq the trace (or an earlier
+    block of the batch) already has, as its error with its index."""
+    calls, results = _taken_keys(trace)
+    for index, row in enumerate(rows):
+        valid = ValidBlock(row.sub_type, row.block_type, row.payload, row.call_id, row.result_seq)
+        if row.sub_type == "TOOL_CALL":
+            if row.call_id in calls:
+                return _with_index(_duplicate_error(IntegrityError("call_id"), valid), index)
+            calls.add(row.call_id)
+        elif row.sub_type == "TOOL_RESULT":
+            key = (row.call_id, row.result_seq)
+            if key in results:
+                return _with_index(_duplicate_error(IntegrityError("result_seq"), valid), index)
+            results.add(key)
+    return None
+
+
 def blocks_create_batch(
     *, trace: Trace, blocks: list[BlockInput], limits: Limits | None = None
 ) -> list[Block]:
@@ -139,14 +171,6 @@ def blocks_create_batch(
     now = timezone.now()
     rows: list[Block] = []
     refs: dict[str, Block] = {}
-    calls = set(
-        Block.objects.filter(trace=trace, sub_type="TOOL_CALL").values_list("call_id", flat=True)
-    )
-    results = set(
-        Block.objects.filter(trace=trace, sub_type="TOOL_RESULT").values_list(
-            "call_id", "result_seq"
-        )
-    )
     for index, block in enumerate(blocks):
         try:
             ref = block.parent_block_id
@@ -165,14 +189,6 @@ def blocks_create_batch(
                 limits=limits,
                 ctx=Context(trace_id=trace.pk, parent_block_id=parent_id),
             )
-            if valid.sub_type == "TOOL_CALL":
-                if valid.call_id in calls:
-                    raise _duplicate_error(IntegrityError("call_id"), valid)
-                calls.add(valid.call_id)
-            if valid.sub_type == "TOOL_RESULT":
-                if (valid.call_id, valid.result_seq) in results:
-                    raise _duplicate_error(IntegrityError("result_seq"), valid)
-                results.add((valid.call_id, valid.result_seq))
             row = _new_block(trace, valid, block, parent_id, now)
         except TraceStoreError as exc:
             raise _with_index(exc, index) from None
@@ -187,10 +203,14 @@ def blocks_create_batch(
                 )
             refs[block.ref] = row
         rows.append(row)
+    duplicate = _first_duplicate(trace, rows)
+    if duplicate is not None:
+        raise duplicate
     try:
         with transaction.atomic():
             Block.objects.bulk_create(rows, batch_size=500)
             _touch(trace, len(rows))
-    except IntegrityError as exc:  # a concurrent writer won a race
-        raise _duplicate_error(exc, ValidBlock("", "", {}, None, None)) from None
+    except IntegrityError as exc:
+        # A concurrent writer committed the same key in between: say which block lost.
+        raise _first_duplicate(trace, rows) or _duplicate_error(exc, valid) from None
     return rows
