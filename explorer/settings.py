@@ -125,6 +125,8 @@ CSRF_COOKIE_SAMESITE = "Lax"
 # Uploads are streamed to disk, never held in memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_positive_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 32 * 1024 * 1024)
+# People upload hundreds of run files at once.
+DATA_UPLOAD_MAX_NUMBER_FILES = env_positive_int("DATA_UPLOAD_MAX_NUMBER_FILES", 10000)
 
 # Byte limits of spec/004, per payload field.
 LIMIT_MSG_BYTES = env_positive_int("LIMIT_MSG_BYTES", 65536)

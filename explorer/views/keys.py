@@ -1,9 +1,103 @@
-"""Placeholder until the page is built."""
+"""API keys of the person's organizations: list, create (the key shown once), revoke.
 
+Owners and members manage the keys of their organizations; viewers do not. A new key is
+rendered in the response to the POST that created it and nowhere else: only its hash is
+stored, and the response is marked no-store.
+"""
+
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.utils.cache import add_never_cache_headers
+from django.views.decorators.http import require_http_methods
+
+from explorer.views.datasets import ago
+from traces.errors import NotFound
+from traces.models import ApiKey, Membership, Organization
+from traces.services.api_keys import api_key_create, api_key_revoke
+from traces.services.uploads import upload_organizations
+
+NAME_MAX = 200
 
 
+def _manageable(user):
+    """Organizations whose keys this person manages: the same rule as uploading."""
+    return upload_organizations(user=user)
+
+
+def _context(request, **more):
+    organizations = list(_manageable(request.user))
+    keys = (
+        ApiKey.objects.filter(organization__in=[o.pk for o in organizations])
+        .select_related("created_by")
+        .order_by("revoked_at", "-created_at")
+    )
+    by_org = {o.pk: [] for o in organizations}
+    for key in keys:
+        key.created_ago = ago(key.created_at)
+        key.used_ago = ago(key.last_used_at)
+        key.revoked_ago = ago(key.revoked_at)
+        by_org[key.organization_id].append(key)
+    viewer_of = Organization.objects.filter(
+        memberships__user=request.user, memberships__role=Membership.Role.VIEWER
+    ).order_by("slug")
+    return {
+        "nav": "keys",
+        "sections": [
+            {
+                "organization": o,
+                "keys": by_org[o.pk],
+                "live": sum(not k.revoked_at for k in by_org[o.pk]),
+            }
+            for o in organizations
+        ],
+        "viewer_of": list(viewer_of),
+        "name_max": NAME_MAX,
+        **more,
+    }
+
+
+def _no_store(response):
+    add_never_cache_headers(response)
+    return response
+
+
+@require_http_methods(["GET", "POST"])
 @login_required
-def placeholder(request, **kwargs):
-    return HttpResponse("coming soon")
+def keys_page(request):
+    if request.method == "GET":
+        return _no_store(render(request, "explorer/keys.html", _context(request)))
+    slug = request.POST.get("organization", "")
+    name = request.POST.get("name", "").strip()
+    organization = _manageable(request.user).filter(slug=slug).first()
+    if organization is None:
+        raise Http404("no such organization")
+    if len(name) > NAME_MAX:
+        context = _context(request, error=f"A key's name has at most {NAME_MAX} characters.")
+        return _no_store(render(request, "explorer/keys.html", context, status=400))
+    created = api_key_create(organization=organization, name=name, created_by=request.user)
+    context = _context(request, new_key=created.api_key, secret=created.secret)
+    return _no_store(render(request, "explorer/keys.html", context, status=201))
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def key_revoke(request, key_id: str):
+    api_key = (
+        ApiKey.objects.select_related("organization")
+        .filter(pk=key_id, organization__in=_manageable(request.user).values("pk"))
+        .first()
+    )
+    if api_key is None:
+        raise Http404("no such key")
+    if request.method == "GET":
+        context = _context(request, confirm=api_key)
+        return _no_store(render(request, "explorer/keys.html", context))
+    try:
+        api_key_revoke(organization=api_key.organization, key_id=api_key.pk)
+    except NotFound:
+        raise Http404("no such key") from None
+    label = f"“{api_key.name}” ({api_key.prefix}…)" if api_key.name else f"{api_key.prefix}…"
+    messages.success(request, f"Revoked the key {label}. Requests made with it now get 401.")
+    return redirect("api-keys")

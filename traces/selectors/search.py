@@ -1,20 +1,31 @@
 """Full-text search over block content: PostgreSQL's GIN index, a scan on SQLite."""
 
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import BooleanField, F, Func, QuerySet, Value
 
 from traces.models import Block, Trace
 
-# The expression must be the index's, word for word, for PostgreSQL to use it.
-PG_MATCH = (
-    "to_tsvector('simple'::regconfig, traces_block.payload)"
-    " @@ plainto_tsquery('simple'::regconfig, %s)"
-)
+
+class PgTextMatch(Func):
+    """The condition of the block_payload_fts index (migration 0004), word for word so
+    that PostgreSQL uses the index, with the payload column as Django compiles it so that
+    it keeps working when the query is nested and its table renamed."""
+
+    output_field = BooleanField()
+
+    def as_sql(self, compiler, connection, **extra):
+        payload_sql, payload_params = compiler.compile(self.source_expressions[0])
+        text_sql, text_params = compiler.compile(self.source_expressions[1])
+        sql = (
+            f"to_tsvector('simple'::regconfig, {payload_sql}) "
+            f"@@ plainto_tsquery('simple'::regconfig, {text_sql})"
+        )
+        return sql, [*payload_params, *text_params]
 
 
 def blocks_matching(*, text: str) -> QuerySet[Block]:
     if connection.vendor == "postgresql":
-        return Block.objects.extra(where=[PG_MATCH], params=[text])
+        return Block.objects.filter(PgTextMatch(F("payload"), Value(text)))
     return Block.objects.filter(payload__icontains=text)
 
 

@@ -1,0 +1,97 @@
+"""The datasets page (/): visible datasets with their accuracy; live search."""
+
+import re
+
+import pytest
+from django.urls import reverse
+
+from tests.explorer.conftest_dataset import *  # noqa: F403 (fixtures: ui_org, members_client...)
+from tests.explorer.conftest_dataset import chat, client_for, html_problems, import_lines, user_in
+
+URL = reverse("datasets")
+
+
+def names_on(html: str) -> list[str]:
+    return re.findall(r'class="dataset-link" href="[^"]+">([^<]+)</a>', html)
+
+
+@pytest.fixture
+def three_datasets(ui_org, ui_rival, tasks_dataset):
+    import_lines(ui_rival, "rival-secret", [{"messages": chat("hi"), "metadata": {"reward": 1}}])
+    public = import_lines(ui_rival, "rival-public", [{"messages": chat("hi")}])
+    public.is_public = True
+    public.save()
+    return tasks_dataset
+
+
+def test_sign_in_is_required(client):
+    response = client.get(URL)
+    assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
+
+
+def test_only_visible_datasets_newest_first(members_client, three_datasets):
+    response = members_client.get(URL)
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert names_on(html) == ["rival-public", "airline-run"]  # the latest update first
+    assert "rival-secret" not in html
+    assert html.count('class="badge accent"') == 1  # "public" on rival-public only
+    row = html[html.index("airline-run") :]
+    assert ">6<" in row.split("</tr>")[0]  # trace count
+    assert "0.333" in row.split("</tr>")[0]  # accuracy and mean reward (2 of 6)
+    assert reverse("dataset", args=[three_datasets.pk]) in html
+
+
+def test_search_full_page_and_htmx_partial(members_client, three_datasets):
+    full = members_client.get(URL, {"q": "AIRLINE"})
+    html = full.content.decode()
+    assert "<html" in html and names_on(html) == ["airline-run"]
+    assert 'value="AIRLINE"' in html  # the form keeps the query
+    partial = members_client.get(URL, {"q": "public"}, HTTP_HX_REQUEST="true")
+    fragment = partial.content.decode()
+    assert partial.status_code == 200
+    assert "<html" not in fragment and "topbar" not in fragment
+    assert fragment.lstrip().startswith('<section id="datasets-table"')
+    assert names_on(fragment) == ["rival-public"]
+    assert "HX-Request" in partial["Vary"]
+    assert partial["HX-Push-Url"] == f"{URL}?q=public"  # the address bar's clean URL
+    cleared = members_client.get(URL, {"q": ""}, HTTP_HX_REQUEST="true")
+    assert cleared["HX-Push-Url"] == URL
+    # A history restore asks for the whole page.
+    restore = members_client.get(
+        URL, {"q": "public"}, HTTP_HX_REQUEST="true", HTTP_HX_HISTORY_RESTORE_REQUEST="true"
+    )
+    assert "<html" in restore.content.decode()
+    nothing = members_client.get(URL, {"q": "zzz"}, HTTP_HX_REQUEST="true").content.decode()
+    assert "No dataset matches" in nothing
+
+
+def test_search_form_is_live_and_works_without_script(members_client, three_datasets):
+    html = members_client.get(URL).content.decode()
+    form = html[html.index('<form class="search-form"') :].split("</form>")[0]
+    assert 'method="get"' in form and f'action="{URL}"' in form
+    assert 'hx-trigger="input changed delay:250ms' in form
+    assert 'hx-push-url="true"' in form and 'hx-target="#datasets-table"' in form
+
+
+def test_empty_state_tells_how_to_upload(members_client):
+    html = members_client.get(URL).content.decode()
+    assert "No datasets yet" in html
+    assert f'href="{reverse("upload")}"' in html
+    assert "manage.py import_traces" in html and "--org lab" in html
+    assert "/v1/organizations/lab/datasets/" in html and reverse("api-keys") in html
+
+
+def test_a_person_without_organization_sees_public_datasets_only(db, three_datasets):
+    html = client_for(user_in(None, "loner")).get(URL).content.decode()
+    assert names_on(html) == ["rival-public"]
+    assert "Upload traces" not in html
+
+
+def test_no_script_from_data(members_client, xss_dataset):
+    html = members_client.get(URL).content.decode()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert html_problems(html) == []
+    partial = members_client.get(URL, {"q": "script"}, HTTP_HX_REQUEST="true")
+    assert html_problems(partial.content.decode()) == []
+    assert "&lt;img src=x onerror=alert(1)&gt;" in partial.content.decode()

@@ -1,0 +1,241 @@
+"""The upload page (/upload/): files into a chosen or a new dataset through trace_import,
+all or nothing; the progress script's requests; who may upload."""
+
+import json
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+from django.urls import reverse
+
+from tests.explorer.conftest_dataset import *  # noqa: F403 (fixtures: ui_org, members_client...)
+from tests.explorer.conftest_dataset import (
+    XSS,
+    chat,
+    html_problems,
+    import_lines,
+    jsonl,
+)
+from traces.models import Block, Dataset, Image, Trace
+
+URL = reverse("upload")
+SCRIPT = {"HTTP_X_REQUESTED_WITH": "XMLHttpRequest"}
+
+
+def upload(name: str, lines: list) -> SimpleUploadedFile:
+    return SimpleUploadedFile(name, jsonl(lines), content_type="application/octet-stream")
+
+
+def three_traces() -> list:
+    return [
+        {"metadata": {"accuracy": 0.5, "benchmark": "demo"}},
+        *[
+            {"messages": chat(f"question {i}", "search"), "metadata": {"reward": i % 2}}
+            for i in range(3)
+        ],
+    ]
+
+
+def counts() -> tuple[int, int, int, int]:
+    return (
+        Dataset.objects.count(),
+        Trace.objects.count(),
+        Block.objects.count(),
+        Image.objects.count(),
+    )
+
+
+def bad_file():
+    """Two broken traces among good ones: a tool output that answers no call, no role."""
+    unanswered = [
+        {"role": "user", "content": "hi"},
+        {"role": "tool", "tool_call_id": "nope", "content": "x"},
+    ]
+    lines = [{"messages": chat("fine")}, {"messages": unanswered}, {"messages": [{"content": "x"}]}]
+    return upload("broken.jsonl", lines)
+
+
+def test_the_form(members_client, tasks_dataset):
+    html = members_client.get(URL).content.decode()
+    assert 'enctype="multipart/form-data"' in html and "csrfmiddlewaretoken" in html
+    assert 'type="file" name="files" multiple' in html
+    assert f'<option value="{tasks_dataset.pk}">airline-run</option>' in html
+    assert '<input type="hidden" name="organization" value="lab">' in html  # one organization
+    assert "/static/js/upload.js" in html and 'id="upload-progress"' in html
+    preselected = members_client.get(URL, {"dataset": tasks_dataset.pk}).content.decode()
+    assert f'<option value="{tasks_dataset.pk}" selected>' in preselected
+
+
+def test_upload_into_a_new_dataset_redirects_to_it(members_client, ui_org):
+    response = members_client.post(
+        URL, {"files": [upload("run.jsonl", three_traces())], "dataset": "", "name": "fresh"}
+    )
+    dataset = Dataset.objects.get(organization=ui_org, name="fresh")
+    assert response.status_code == 302
+    assert response["Location"] == reverse("dataset", args=[dataset.pk])
+    assert dataset.traces.count() == 3 and dataset.metadata == {
+        "accuracy": 0.5,
+        "benchmark": "demo",
+    }
+    page = members_client.get(response["Location"]).content.decode()
+    assert "Imported 3 traces" in page and "computed 0.333 over 3 of 3 traces" in page
+
+
+def test_upload_several_files_into_an_existing_dataset(members_client, tasks_dataset):
+    files = [upload("a.jsonl", three_traces()), upload("b.jsonl", three_traces()[1:])]
+    response = members_client.post(URL, {"files": files, "dataset": tasks_dataset.pk})
+    assert response.status_code == 302
+    assert tasks_dataset.traces.count() == 12
+    assert sorted(tasks_dataset.traces.values_list("index", flat=True)) == list(range(12))
+
+
+def test_the_script_gets_json_and_an_hx_redirect(members_client, tasks_dataset):
+    response = members_client.post(
+        URL, {"files": [upload("a.jsonl", three_traces())], "dataset": tasks_dataset.pk}, **SCRIPT
+    )
+    expected = reverse("dataset", args=[tasks_dataset.pk])
+    assert response.status_code == 200 and response["HX-Redirect"] == expected
+    assert response.json() == {"redirect": expected, "dataset": tasks_dataset.pk, "traces": 3}
+
+
+def test_big_files_stream_from_a_temporary_file(members_client, settings, ui_org):
+    settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 1024  # every upload goes to disk
+    lines = [{"messages": chat("x" * 500 + f" {i}")} for i in range(50)]
+    response = members_client.post(URL, {"files": [upload("big.jsonl", lines)], "name": "big"})
+    assert response.status_code == 302
+    assert Dataset.objects.get(name="big").traces.count() == 50
+
+
+def test_a_bad_file_lists_every_problem_and_writes_nothing(members_client, tasks_dataset):
+    before = counts()
+    files = [upload("good.jsonl", three_traces()), bad_file()]
+    response = members_client.post(URL, {"files": files, "name": "never-created"})
+    assert response.status_code == 422
+    assert counts() == before
+    assert not Dataset.objects.filter(name="never-created").exists()
+    html = response.content.decode()
+    assert "<html" in html and "2 problems" in html and "Nothing was written" in html
+    table = html[html.index('class="table problem-table"') :].split("</table>")[0]
+    for column in ("file", "line", "trace", "event", "field", "rule", "message"):
+        assert f">{column}</th>" in table
+    assert table.count("<tr>") == 3  # the head and two problems
+    assert "broken.jsonl" in table and "unknown_call_id" in table and "tool_call_id" in table
+    assert "role must be a non-empty string" in table
+    assert 'value="never-created"' in html  # the form keeps what was typed
+    # Into an existing dataset: unchanged.
+    response = members_client.post(URL, {"files": [bad_file()], "dataset": tasks_dataset.pk})
+    assert response.status_code == 422 and counts() == before
+
+
+def test_the_script_gets_the_problems_fragment(members_client, ui_org):
+    before = counts()
+    response = members_client.post(URL, {"files": [bad_file()], "name": "x"}, **SCRIPT)
+    html = response.content.decode()
+    assert response.status_code == 422 and counts() == before
+    assert "<html" not in html and html.lstrip().startswith('<div id="upload-result"')
+    assert "Nothing was written" in html and "broken.jsonl" in html
+
+
+def test_form_errors(members_client, ui_org, ui_member, ui_rival):
+    response = members_client.post(URL, {"name": "no files"})
+    assert response.status_code == 400 and "Choose one or more files." in response.content.decode()
+    response = members_client.post(URL, {"files": [upload("a.jsonl", three_traces())]})
+    assert response.status_code == 400 and "non-empty" in response.content.decode()
+    # Someone in two organizations names the one of a new dataset.
+    from traces.models import Membership
+
+    Membership.objects.create(user=ui_member, organization=ui_rival, role="owner")
+    html = members_client.get(URL).content.decode()
+    assert '<select id="upload-org" name="organization">' in html
+    response = members_client.post(URL, {"files": [upload("a.jsonl", three_traces())], "name": "n"})
+    assert (
+        response.status_code == 400
+        and "choose the organization" in response.content.decode().lower()
+    )
+    response = members_client.post(
+        URL,
+        {"files": [upload("a.jsonl", three_traces())], "name": "n", "organization": "rival-lab"},
+    )
+    assert response.status_code == 302
+    assert Dataset.objects.get(name="n").organization == ui_rival
+
+
+def test_a_viewer_cannot_upload(viewers_client, tasks_dataset):
+    before = counts()
+    html = viewers_client.get(URL).content.decode()
+    assert "You cannot upload here" in html and 'type="file"' not in html
+    response = viewers_client.post(
+        URL, {"files": [upload("a.jsonl", three_traces())], "dataset": tasks_dataset.pk}
+    )
+    assert response.status_code == 403 and counts() == before
+    response = viewers_client.post(
+        URL, {"files": [upload("a.jsonl", three_traces())], "name": "sneaky", "organization": "lab"}
+    )
+    assert response.status_code == 403 and counts() == before
+    # Preselected from the dataset page: told why not.
+    html = viewers_client.get(URL, {"dataset": tasks_dataset.pk}).content.decode()
+    assert "You cannot upload here" in html
+
+
+def test_a_public_dataset_of_another_organization_is_read_only(members_client, ui_rival):
+    public = import_lines(ui_rival, "theirs", [{"messages": chat("hi")}])
+    public.is_public = True
+    public.save()
+    before = counts()
+    response = members_client.post(
+        URL, {"files": [upload("a.jsonl", three_traces())], "dataset": public.pk}
+    )
+    assert response.status_code == 403 and counts() == before
+    html = members_client.get(URL, {"dataset": public.pk}).content.decode()
+    assert "You can read <strong>theirs</strong> but not upload into it" in html
+
+
+def test_another_organizations_private_dataset_is_not_found(members_client, ui_rival):
+    private = import_lines(ui_rival, "secret", [{"messages": chat("hi")}])
+    before = counts()
+    response = members_client.post(
+        URL, {"files": [upload("a.jsonl", three_traces())], "dataset": private.pk}
+    )
+    assert response.status_code == 404 and counts() == before
+    assert "secret" not in response.content.decode()
+
+
+def test_too_many_files_write_nothing_and_the_script_checks_first(ui_member, settings):
+    settings.DATA_UPLOAD_MAX_NUMBER_FILES = 2
+    client = Client(enforce_csrf_checks=True)  # as a browser: the CSRF check reads the form
+    client.force_login(ui_member)
+    html = client.get(URL).content.decode()
+    assert 'data-max-files="2"' in html  # upload.js refuses more before sending
+    before = counts()
+    files = [upload(f"{n}.jsonl", three_traces()) for n in range(3)]
+    token = client.cookies["csrftoken"].value
+    response = client.post(URL, {"files": files, "name": "many", "csrfmiddlewaretoken": token})
+    assert response.status_code == 400 and counts() == before
+
+
+def test_csrf_is_required(ui_member, ui_org):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(ui_member)
+    response = client.post(URL, {"files": [upload("a.jsonl", three_traces())], "name": "csrf"})
+    assert response.status_code == 403 and not Dataset.objects.filter(name="csrf").exists()
+
+
+def test_sign_in_is_required(client):
+    assert client.get(URL).status_code == 302
+
+
+@pytest.mark.parametrize("headers", [{}, SCRIPT])
+def test_no_script_from_data_on_a_failed_upload(members_client, ui_org, headers):
+    script, img, js = XSS
+    call = {"id": "c", "type": "function", "function": {"name": img, "arguments": "{}"}}
+    lines = [
+        {"messages": [{"role": img, "content": js}, {"role": "tool", "tool_call_id": script}]},
+        {"messages": [{"role": "assistant", "content": None, "tool_calls": [call]}]},
+    ]
+    bad = SimpleUploadedFile(f"{script}.jsonl", jsonl(lines))
+    response = members_client.post(URL, {"files": [bad], "name": img}, **headers)
+    html = response.content.decode()
+    assert response.status_code == 422
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert html_problems(html) == []
+    assert json.dumps(html_problems(members_client.get(URL).content.decode())) == "[]"

@@ -1,0 +1,246 @@
+"""Dataset statistics (traces.selectors.stats), on traces written by trace_import."""
+
+import pytest
+from django.db import connection, transaction
+
+from tests.explorer.conftest_dataset import *  # noqa: F403 (fixtures: ui_org, members_client...)
+from tests.explorer.conftest_dataset import chat, import_lines, user_in
+from traces.models import Block, Dataset, Trace
+from traces.selectors.access import datasets_visible
+from traces.selectors.search import traces_matching
+from traces.selectors.stats import (
+    dataset_accuracy,
+    datasets_with_stats,
+    default_group_key,
+    message_text,
+    metadata_keys,
+    pass_at_k,
+    pass_hat_k,
+    reward_histogram,
+    reward_summary,
+    rewards_by_key,
+    tools_used,
+    traces_annotated,
+    traces_with_metadata_value,
+    with_first_user_message,
+)
+from traces.services.annotations import block_extra_update, trace_extra_update
+
+
+def rewarded(org, name, rewards, **meta):
+    traces = [
+        {"messages": chat(f"question {i}"), "metadata": {"reward": r, **meta}}
+        for i, r in enumerate(rewards)
+    ]
+    return import_lines(org, name, traces)
+
+
+def test_pass_at_k_hand_computed(tasks_dataset):
+    """Task A rewards [1, 0, 1], task B [0, 0, 0]."""
+    table = rewards_by_key(traces=tasks_dataset.traces.all(), key="task_id")
+    assert table.ks == [1, 2, 3]
+    a, b = table.groups
+    assert (a.value, a.count, a.rewarded, a.successes) == ("A", 3, 3, 2)
+    assert (b.value, b.count, b.rewarded, b.successes) == ("B", 3, 3, 0)
+    assert a.pass_at[0] == pytest.approx(2 / 3)
+    assert a.pass_at[1] == pytest.approx(1 - 0 / 3)  # 1 - C(1,2)/C(3,2)
+    assert a.pass_hat[1] == pytest.approx(1 / 3)  # C(2,2)/C(3,2)
+    assert a.pass_hat[2] == 0  # C(2,3)/C(3,3)
+    assert b.pass_at == [0, 0, 0] and b.pass_hat == [0, 0, 0]
+    # The dataset: the mean over tasks.
+    assert table.pass_at[0] == pytest.approx((2 / 3 + 0) / 2)
+    assert table.pass_at[1] == pytest.approx((1 + 0) / 2)
+    assert table.pass_hat[1] == pytest.approx((1 / 3 + 0) / 2)
+    assert table.pass_hat[0] == pytest.approx(table.pass_at[0])  # k = 1: the same
+    assert table.mean == pytest.approx(2 / 6)
+
+
+def test_pass_formulas():
+    assert pass_at_k(10, 3, 1) == pytest.approx(0.3)
+    assert pass_at_k(5, 0, 2) == 0 and pass_at_k(5, 5, 2) == 1
+    assert pass_hat_k(4, 2, 2) == pytest.approx(1 / 6)
+    assert pass_at_k(2, 1, 3) is None and pass_hat_k(2, 1, 3) is None  # fewer trials than k
+
+
+def test_groups_with_fewer_trials_are_left_out_of_the_mean_for_that_k(ui_org):
+    traces = [
+        {"messages": chat("q"), "metadata": {"task_id": t, "reward": r}}
+        for t, r in [("x", 1), ("x", 0), ("y", 1), ("z", 0)]
+    ]
+    traces.append({"messages": chat("q"), "metadata": {"reward": 1}})  # no task id
+    dataset = import_lines(ui_org, "uneven", traces)
+    table = rewards_by_key(traces=dataset.traces.all(), key="task_id")
+    assert table.ks == [1, 2]
+    assert [g.value for g in table.groups] == ["x", "y", "z", None]
+    assert table.groups[-1].missing
+    assert table.pass_at[0] == pytest.approx((0.5 + 1 + 0) / 3)
+    assert table.pass_at[1] == pytest.approx(1.0)  # only x has 2 trials
+    assert table.groups_counted == [3, 1]
+
+
+def test_k_is_at_most_five(ui_org):
+    traces = [{"messages": chat("q"), "metadata": {"task_id": "t", "reward": 1}}] * 7
+    dataset = import_lines(ui_org, "many-trials", traces)
+    assert rewards_by_key(traces=dataset.traces.all(), key="task_id").ks == [1, 2, 3, 4, 5]
+
+
+def test_group_values_sort_naturally_and_keep_their_type(ui_org):
+    values = ["t-10", "t-2", 7, True, {"a": 1}]
+    traces = [{"messages": chat("q"), "metadata": {"k": v, "reward": 1}} for v in values]
+    dataset = import_lines(ui_org, "typed", traces)
+    table = rewards_by_key(traces=dataset.traces.all(), key="k")
+    assert [g.value for g in table.groups] == [7, "t-2", "t-10", True, {"a": 1}]
+    assert [g.filter_value for g in table.groups] == ["7", "t-2", "t-10", "true", '{"a":1}']
+    for group in table.groups:  # each group's link selects exactly its traces
+        found = traces_with_metadata_value(
+            traces=dataset.traces.all(), key="k", value=group.filter_value
+        )
+        assert found.count() == 1, group
+
+
+def test_summary_and_accuracy(tasks_dataset, ui_org):
+    summary = reward_summary(traces=tasks_dataset.traces.all())
+    assert (summary.traces, summary.rewarded, summary.successes) == (6, 6, 2)
+    assert summary.binary and summary.accuracy == pytest.approx(1 / 3)
+    partial = rewarded(ui_org, "partial", [0, 0.5, 1, None])
+    summary = reward_summary(traces=partial.traces.all())
+    assert (summary.traces, summary.rewarded) == (4, 3)
+    assert not summary.binary and summary.accuracy == pytest.approx(0.5)
+    scores = rewarded(ui_org, "scores", [3, 7, -1])
+    assert reward_summary(traces=scores.traces.all()).accuracy is None  # not within 0..1
+    assert reward_summary(traces=scores.traces.all()).mean == pytest.approx(3)
+    empty = reward_summary(traces=Trace.objects.none())
+    assert empty.traces == 0 and empty.accuracy is None
+
+
+def test_histogram_kinds(ui_org):
+    binary = rewarded(ui_org, "binary", [1, 1, 0, True, None])
+    h = reward_histogram(traces=binary.traces.all())
+    assert h.kind == "binary" and [(b.label, b.count) for b in h.bins] == [("0", 1), ("1", 3)]
+    assert h.unrewarded == 1
+    unit = rewarded(ui_org, "unit", [0, 0.05, 0.1, 0.15, 0.5, 0.99, 1.0, 1.0])
+    h = reward_histogram(traces=unit.traces.all())
+    assert h.kind == "unit" and len(h.bins) == 10
+    assert [b.count for b in h.bins] == [2, 2, 0, 0, 0, 1, 0, 0, 0, 3]
+    assert h.bins[-1].closed and "inclusive" in h.bins[-1].title
+    integers = rewarded(ui_org, "integers", [0, 2, 2, 5])
+    h = reward_histogram(traces=integers.traces.all())
+    assert h.kind == "integer" and [b.label for b in h.bins] == ["0", "1", "2", "3", "4", "5"]
+    assert [b.count for b in h.bins] == [1, 0, 2, 0, 0, 1]
+    spread = rewarded(ui_org, "spread", [-10, -2.5, 0, 33.3, 90])
+    h = reward_histogram(traces=spread.traces.all())
+    assert h.kind == "range" and len(h.bins) == 10 and sum(b.count for b in h.bins) == 5
+    assert h.bins[0].count == 2 and h.bins[-1].count == 1  # -10, -2.5 | 90 (the top, closed)
+    none = rewarded(ui_org, "none", [None, None])
+    h = reward_histogram(traces=none.traces.all())
+    assert h.kind == "empty" and h.bins == [] and h.unrewarded == 2
+
+
+def test_metadata_keys_and_default(tasks_dataset, ui_org):
+    keys = metadata_keys(traces=tasks_dataset.traces.all())
+    assert keys == ["name", "reward", "task_id", "trial"]
+    assert default_group_key(keys) == "task_id"
+    assert default_group_key(["name", "instance_id"]) == "instance_id"
+    assert default_group_key(["name", "reward"]) is None
+    other = rewarded(ui_org, "other", [1], zeta=1)
+    assert metadata_keys(traces=other.traces.all()) == ["reward", "zeta"]  # per dataset
+
+
+def test_metadata_value_filter_is_exact(ui_org):
+    metas = [
+        {"task_id": "7"},
+        {"task_id": 7},
+        {"task_id": 7.0},
+        {"task_id": "7 "},
+        {"outer": {"task_id": "7"}},  # nested: not the top-level key
+        {"task_id": True},
+        {"task_id": "a=b"},
+        {'we"ird': "x", "$dollar": "y", "é": "ü"},
+        {"task_id": None},
+        {"task_id": "X"},
+    ]
+    traces = [{"messages": chat("q"), "metadata": m} for m in metas]
+    dataset = import_lines(ui_org, "filters", traces)
+    all_traces = dataset.traces.all()
+
+    def indexes(key, value):
+        found = traces_with_metadata_value(traces=all_traces, key=key, value=value)
+        return sorted(found.values_list("index", flat=True))
+
+    assert indexes("task_id", "7") == [0, 1, 2]  # the string, the integer, the float
+    assert indexes("task_id", "7 ") == [3]
+    assert indexes("task_id", "true") == [5]
+    assert indexes("task_id", "a=b") == [6]
+    assert indexes('we"ird', "x") == [7]
+    assert indexes("$dollar", "y") == [7]
+    assert indexes("é", "ü") == [7]
+    assert indexes("task_id", "null") == [8]
+    assert indexes("task_id", "x") == []  # case matters
+    assert indexes("task_id", "X") == [9]
+    assert indexes("missing", "7") == []
+
+
+def test_text_search(tasks_dataset):
+    traces = tasks_dataset.traces.all()
+    found = traces_matching(traces=traces, text="search_flights")  # a tool call's name
+    assert found.count() == 6
+    assert traces_matching(traces=traces, text="nothing-like-this").count() == 0
+    assert traces_matching(traces=traces, text="  ").count() == 6
+
+
+def test_annotated_filter(tasks_dataset):
+    traces = list(tasks_dataset.traces.order_by("index"))
+    trace_extra_update(trace=traces[0], extra={"note": "looked at it"})
+    block = Block.objects.filter(trace=traces[1]).order_by("created_at", "id").first()
+    block_extra_update(block=block, extra={"reward": 0})
+    trace_extra_update(trace=traces[2], extra={})  # written, but empty: not annotated
+    qs = tasks_dataset.traces.all()
+    assert sorted(traces_annotated(traces=qs).values_list("index", flat=True)) == [0, 1]
+    not_annotated = traces_annotated(traces=qs, annotated=False)
+    assert sorted(not_annotated.values_list("index", flat=True)) == [2, 3, 4, 5]
+
+
+def test_first_user_message_and_tools_in_one_query(ui_org, django_assert_num_queries):
+    traces = [
+        {"messages": [{"role": "system", "content": "Be brief."}, *chat("Hello there", "b", "a")]},
+        {"messages": [{"role": "user", "content": [{"type": "text", "text": "parts"}]}]},
+        {"messages": [{"role": "assistant", "content": "no user"}]},
+    ]
+    dataset = import_lines(ui_org, "first", traces)
+    found = list(with_first_user_message(dataset.traces.order_by("index")))
+    assert [message_text(t.first_user_payload) for t in found] == ["Hello there", "parts", ""]
+    with django_assert_num_queries(1):
+        tools = tools_used(trace_ids=[t.pk for t in found])
+    assert tools == {found[0].pk: ["a", "b"]}
+
+
+def test_dataset_stats_are_not_multiplied_by_memberships(ui_org, ui_rival):
+    public = rewarded(ui_rival, "public-one", [1, 0, 1])
+    public.is_public = True
+    public.save()
+    mine = rewarded(ui_org, "mine", [0.5])
+    viewer = user_in(ui_org, "reader")
+    for n in range(3):  # more people in both organizations
+        user_in(ui_rival, f"rival-{n}")
+        user_in(ui_org, f"colleague-{n}")
+    rows = {d.name: d for d in datasets_with_stats(datasets=datasets_visible(user=viewer))}
+    assert set(rows) == {"public-one", "mine"}
+    assert rows["public-one"].trace_count == 3 and rows["public-one"].rewarded == 3
+    assert dataset_accuracy(rows["public-one"]) == pytest.approx(2 / 3)
+    assert rows["mine"].trace_count == 1 and dataset_accuracy(rows["mine"]) == 0.5
+    assert list(rows) == ["mine", "public-one"]  # the latest update first
+    assert mine.pk in {d.pk for d in Dataset.objects.all()}
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the GIN index is PostgreSQL's")
+def test_full_text_search_uses_the_gin_index(tasks_dataset):
+    traces = tasks_dataset.traces.all()
+    assert traces_matching(traces=traces, text="book flight").count() == 6
+    assert traces_matching(traces=traces, text="Task A").count() == 3
+    # A tiny table: the planner rather looks blocks up by trace. Closing the other doors
+    # shows that the search condition is one the GIN index serves, as written.
+    with transaction.atomic(), connection.cursor() as cursor:
+        for setting in ("enable_seqscan", "enable_indexscan", "enable_nestloop"):
+            cursor.execute(f"SET LOCAL {setting} = off")
+        plan = traces_matching(traces=traces, text="flight").explain()
+    assert "block_payload_fts" in plan, plan

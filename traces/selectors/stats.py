@@ -1,0 +1,512 @@
+"""Reward statistics of datasets, and the trace list of the dataset page, as SQL.
+
+Definitions (the pages show them in their tooltips):
+
+- A trace *has a reward* when its `reward` column is set (extra.reward, else
+  metadata.reward; booleans count as 1/0).
+- *Mean reward*: the mean over the traces that have one.
+- *Accuracy*: the mean reward when every reward lies within [0, 1]. With 0/1 rewards
+  (tau-bench, SWE-bench resolved) that is the share of rewarded traces that succeeded;
+  with partial credit in [0, 1] it is the mean credit, which is what those benchmarks
+  report. When some reward lies outside [0, 1] (a score, a negative penalty) there is no
+  accuracy: only the mean reward is shown.
+- A trace *succeeded* when its reward is 1 (within 1e-6, tau-bench's rule).
+- Per group of traces sharing a metadata value (a task, by default `task_id`), with n
+  rewarded trials of which c succeeded:
+  pass@k = 1 - C(n-c, k) / C(n, k)  (at least one of k trials succeeds; unbiased, Chen
+  et al. 2021), pass^k = C(c, k) / C(n, k)  (all k trials succeed; tau-bench). The
+  dataset's value is the mean over the groups with at least k rewarded trials.
+- A trace is *annotated* when its own `extra` holds any key or any of its blocks has a
+  non-empty `extra`: someone (or some code) wrote on it after the import.
+
+Trace metadata is JSON kept as text (traces.jsontext); reading one of its keys is done
+by each database's JSON functions: SQLite's json_each, PostgreSQL's `json` type (not
+jsonb, which refuses the \\u0000 that metadata may hold).
+"""
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from django.db import connection
+from django.db.models import (
+    Avg,
+    Count,
+    Exists,
+    F,
+    Max,
+    Min,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    TextField,
+)
+from django.db.models.expressions import RawSQL
+from django.db.models.functions import Coalesce, Floor
+
+from traces import jsontext
+from traces.models import Block, Dataset, SubType, Trace
+
+SUCCESS = 1 - 1e-6
+PASS_K_MAX = 5
+MAX_KEYS = 200
+_EMPTY: dict = {}  # an empty `extra` (stored as the text {})
+
+
+# --- one number per dataset ----------------------------------------------------------
+
+
+def accuracy_of(*, mean: float | None, lowest: float | None, highest: float | None):
+    """The accuracy as defined above: the mean reward when all rewards are within [0, 1]."""
+    if mean is None or lowest is None or highest is None:
+        return None
+    if lowest < 0 or highest > 1:
+        return None
+    return mean
+
+
+@dataclass(frozen=True)
+class RewardSummary:
+    traces: int
+    rewarded: int
+    mean: float | None
+    lowest: float | None
+    highest: float | None
+    successes: int
+    non_binary: int  # rewards other than 0 and 1
+    non_integer: int
+    latest: Any = None  # the latest updated_at of the traces
+
+    @property
+    def accuracy(self) -> float | None:
+        return accuracy_of(mean=self.mean, lowest=self.lowest, highest=self.highest)
+
+    @property
+    def binary(self) -> bool:
+        return self.rewarded > 0 and self.non_binary == 0
+
+
+def reward_summary(*, traces: QuerySet[Trace]) -> RewardSummary:
+    """Counts, mean, range and successes of the rewards of `traces`, in one query."""
+    row = traces.aggregate(
+        traces=Count("id"),
+        rewarded=Count("reward"),
+        mean=Avg("reward"),
+        lowest=Min("reward"),
+        highest=Max("reward"),
+        successes=Count("id", filter=Q(reward__gte=SUCCESS, reward__lte=2 - SUCCESS)),
+        non_binary=Count("id", filter=Q(reward__isnull=False) & ~Q(reward__in=[0.0, 1.0])),
+        non_integer=Count("id", filter=Q(reward__isnull=False) & ~Q(reward=Floor(F("reward")))),
+        latest=Max("updated_at"),
+    )
+    return RewardSummary(**row)
+
+
+def datasets_with_stats(*, datasets: QuerySet[Dataset]) -> QuerySet[Dataset]:
+    """`datasets` with trace_count, rewarded, mean_reward, reward_min, reward_max and
+    last_update (the latest change of the dataset or of one of its traces), newest first.
+
+    Annotated on a fresh queryset, so that the joins of the access rules (which may
+    repeat a dataset once per membership) never multiply the counts.
+    """
+    return (
+        Dataset.objects.filter(pk__in=datasets.values("pk"))
+        .select_related("organization")
+        .annotate(
+            trace_count=Count("traces"),
+            rewarded=Count("traces__reward"),
+            mean_reward=Avg("traces__reward"),
+            reward_min=Min("traces__reward"),
+            reward_max=Max("traces__reward"),
+            last_update=Coalesce(Max("traces__updated_at"), F("updated_at")),
+        )
+        .order_by("-last_update", "-id")
+    )
+
+
+def dataset_accuracy(dataset: Dataset) -> float | None:
+    """The accuracy of a dataset annotated by `datasets_with_stats`."""
+    return accuracy_of(
+        mean=dataset.mean_reward, lowest=dataset.reward_min, highest=dataset.reward_max
+    )
+
+
+# --- the reward histogram ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Bin:
+    label: str
+    low: float
+    high: float
+    count: int
+    closed: bool  # the upper edge is included (the last bin)
+
+    @property
+    def title(self) -> str:
+        if self.low == self.high:
+            span = f"reward {_num(self.low)}"
+        else:
+            span = f"reward {_num(self.low)} to {_num(self.high)}"
+            span += " inclusive" if self.closed else " (exclusive)"
+        return f"{span}: {self.count} trace{'s' if self.count != 1 else ''}"
+
+
+@dataclass(frozen=True)
+class Histogram:
+    kind: str  # "binary", "unit" (ten bins over 0..1), "integer", "range", "empty"
+    bins: list[Bin]
+    unrewarded: int
+
+    @property
+    def tallest(self) -> int:
+        return max((b.count for b in self.bins), default=0)
+
+
+def _num(value: float) -> str:
+    return f"{value:.3g}" if value != int(value) else str(int(value))
+
+
+def _edges(summary: RewardSummary) -> tuple[str, list[tuple[str, float, float, bool]]]:
+    lo, hi = summary.lowest, summary.highest
+    if summary.rewarded == 0 or lo is None or hi is None:
+        return "empty", []
+    if summary.binary:
+        return "binary", [("0", 0.0, 0.0, True), ("1", 1.0, 1.0, True)]
+    if lo >= 0 and hi <= 1:
+        edges = [(round(i / 10, 1), round((i + 1) / 10, 1)) for i in range(10)]
+        return "unit", [(f"{a:.1f}", a, b, i == 9) for i, (a, b) in enumerate(edges)]
+    if summary.non_integer == 0 and hi - lo <= 20:
+        values = range(int(lo), int(hi) + 1)
+        return "integer", [(str(v), float(v), float(v), True) for v in values]
+    width = (hi - lo) / 10
+    bins = []
+    for i in range(10):
+        a = lo + i * width
+        b = hi if i == 9 else lo + (i + 1) * width
+        bins.append((_num(a), a, b, i == 9))
+    return "range", bins
+
+
+def reward_histogram(*, traces: QuerySet[Trace], summary: RewardSummary | None = None) -> Histogram:
+    """Bars of the rewards of `traces`: 0 and 1 for 0/1 rewards, ten bins over [0, 1] for
+    rewards within it, one bar per value for small integer scores, else ten equal bins
+    between the lowest and the highest reward. One query for all bins."""
+    summary = summary or reward_summary(traces=traces)
+    kind, edges = _edges(summary)
+    counts: dict[str, Any] = {}
+    for n, (_, a, b, closed) in enumerate(edges):
+        if a == b:
+            q = Q(reward=a)
+        elif closed:
+            q = Q(reward__gte=a, reward__lte=b)
+        else:
+            q = Q(reward__gte=a, reward__lt=b)
+        counts[f"bin{n}"] = Count("id", filter=q)
+    found = traces.aggregate(**counts) if counts else {}
+    bins = [
+        Bin(label=label, low=a, high=b, count=found[f"bin{n}"], closed=closed)
+        for n, (label, a, b, closed) in enumerate(edges)
+    ]
+    return Histogram(kind=kind, bins=bins, unrewarded=summary.traces - summary.rewarded)
+
+
+# --- metadata keys -------------------------------------------------------------------
+
+
+def _metadata_value_sql(key: str) -> tuple[str, list[Any]]:
+    """SQL for the JSON text of `metadata[key]` of the current trace row (NULL if absent)."""
+    if connection.vendor == "postgresql":
+        return "((traces_trace.metadata::json) -> %s)::text", [key]
+    return (
+        "(SELECT CASE e.type WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' "
+        "WHEN 'null' THEN 'null' WHEN 'object' THEN e.value WHEN 'array' THEN e.value "
+        "ELSE json_quote(e.value) END "
+        "FROM json_each(traces_trace.metadata) AS e WHERE e.key = %s LIMIT 1)",
+        [key],
+    )
+
+
+def metadata_keys(*, traces: QuerySet[Trace]) -> list[str]:
+    """The keys present in the metadata of `traces`, sorted (at most MAX_KEYS)."""
+    ids_sql, ids_params = traces.values("id").query.sql_with_params()
+    if connection.vendor == "postgresql":
+        sql = (
+            "SELECT DISTINCT k FROM traces_trace t, "
+            "LATERAL json_object_keys(CASE WHEN json_typeof(t.metadata::json) = 'object' "
+            "THEN t.metadata::json ELSE '{}'::json END) AS k "
+            f"WHERE t.id IN ({ids_sql}) ORDER BY k LIMIT {MAX_KEYS}"
+        )
+    else:
+        sql = (
+            "SELECT DISTINCT e.key FROM traces_trace t, json_each(t.metadata) AS e "
+            f"WHERE json_type(t.metadata) = 'object' AND t.id IN ({ids_sql}) "
+            f"ORDER BY e.key LIMIT {MAX_KEYS}"
+        )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, ids_params)
+        return [row[0] for row in cursor.fetchall()]
+
+
+GROUP_KEY_PREFERENCE = (
+    "task_id", "instance_id", "question_id", "task", "problem_id", "sample_id", "example_id",
+)  # fmt: skip
+
+
+def default_group_key(keys: list[str]) -> str | None:
+    """`task_id` where traces have it, else the first other usual task key, else none."""
+    for key in GROUP_KEY_PREFERENCE:
+        if key in keys:
+            return key
+    return None
+
+
+# --- rewards grouped by a metadata key, with pass@k ----------------------------------
+
+
+def pass_at_k(n: int, c: int, k: int) -> float | None:
+    """At least one of k trials (drawn from n, c of them successes) succeeds."""
+    if k < 1 or n < k:
+        return None
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float | None:
+    """All k trials (drawn from n, c of them successes) succeed (tau-bench's pass^k)."""
+    if k < 1 or n < k:
+        return None
+    return math.comb(c, k) / math.comb(n, k)
+
+
+@dataclass(frozen=True)
+class Group:
+    value_json: str | None  # the JSON text of the value, None when the key is missing
+    count: int
+    rewarded: int
+    mean: float | None
+    successes: int
+    pass_at: list[float | None]  # k = 1..len
+    pass_hat: list[float | None]
+
+    @property
+    def value(self) -> Any:
+        return None if self.value_json is None else orjson.loads(self.value_json)
+
+    @property
+    def missing(self) -> bool:
+        return self.value_json is None
+
+    @property
+    def filter_value(self) -> str:
+        """What the key=value filter takes to select this group: strings as they are,
+        other values as compact JSON."""
+        value = self.value
+        return value if isinstance(value, str) else jsontext.dumps(value)
+
+
+@dataclass(frozen=True)
+class GroupTable:
+    key: str
+    ks: list[int]
+    groups: list[Group]
+    pass_at: list[float | None]  # mean over groups with at least k rewarded trials
+    pass_hat: list[float | None]
+    groups_counted: list[int]  # how many groups each mean is over
+    mean: float | None
+    total_groups: int = 0
+    rows: list[Group] = field(default_factory=list)  # the groups shown (at most `limit`)
+
+
+def _sort_key(group: Group) -> tuple:
+    if group.value_json is None:
+        return (3, "")
+    value = group.value
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return (2, group.value_json)
+    if isinstance(value, str):
+        # "task-2" before "task-10": digits compare as numbers.
+        parts = [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in _split_digits(value)]
+        return (1, parts)
+    return (0, value)
+
+
+def _split_digits(text: str) -> list[str]:
+    out, current = [], ""
+    for ch in text:
+        if current and ch.isdigit() != current[-1].isdigit():
+            out.append(current)
+            current = ""
+        current += ch
+    if current:
+        out.append(current)
+    return out
+
+
+def rewards_by_key(
+    *, traces: QuerySet[Trace], key: str, k_max: int = PASS_K_MAX, limit: int = 200
+) -> GroupTable:
+    """Rewards of `traces` grouped by the value of metadata[key]: count, mean reward,
+    successes and pass@k / pass^k for k = 1..min(k_max, most rewarded trials in a group).
+    One GROUP BY query; pass@k is computed from its counts."""
+    sql, params = _metadata_value_sql(key)
+    rows = (
+        traces.order_by()
+        .annotate(group_value=RawSQL(sql, params, output_field=TextField()))
+        .values("group_value")
+        .annotate(
+            count=Count("id"),
+            rewarded=Count("reward"),
+            mean=Avg("reward"),
+            successes=Count("id", filter=Q(reward__gte=SUCCESS, reward__lte=2 - SUCCESS)),
+        )
+    )
+    found = list(rows)
+    top = max((r["rewarded"] for r in found if r["group_value"] is not None), default=0)
+    ks = list(range(1, min(k_max, top) + 1))
+    groups = []
+    for r in found:
+        n, c = r["rewarded"], r["successes"]
+        groups.append(
+            Group(
+                value_json=r["group_value"],
+                count=r["count"],
+                rewarded=n,
+                mean=r["mean"],
+                successes=c,
+                pass_at=[pass_at_k(n, c, k) for k in ks],
+                pass_hat=[pass_hat_k(n, c, k) for k in ks],
+            )
+        )
+    groups.sort(key=_sort_key)
+    keyed = [g for g in groups if not g.missing]
+    pass_at, pass_hat, counted = [], [], []
+    for i, _ in enumerate(ks):
+        at = [g.pass_at[i] for g in keyed if g.pass_at[i] is not None]
+        hat = [g.pass_hat[i] for g in keyed if g.pass_hat[i] is not None]
+        pass_at.append(sum(at) / len(at) if at else None)
+        pass_hat.append(sum(hat) / len(hat) if hat else None)
+        counted.append(len(at))
+    rewarded = sum(g.rewarded for g in keyed)
+    total = sum((g.mean or 0) * g.rewarded for g in keyed)
+    return GroupTable(
+        key=key,
+        ks=ks,
+        groups=groups,
+        pass_at=pass_at,
+        pass_hat=pass_hat,
+        groups_counted=counted,
+        mean=total / rewarded if rewarded else None,
+        total_groups=len(groups),
+        rows=groups[:limit],
+    )
+
+
+# --- filters of the dataset page's trace list ----------------------------------------
+
+
+def traces_with_metadata_value(*, traces: QuerySet[Trace], key: str, value: str):
+    """The traces whose metadata[key] equals `value`: a string equal to it, or, when
+    `value` reads as JSON (a number, true, false, null, an object...), that value.
+    Exact, in SQL, so that counts and pages stay right."""
+    sql, params = _metadata_value_sql(key)
+    candidates = [jsontext.dumps(value)]
+    try:
+        # "7 " is the string "7 ", not the number 7.
+        parsed = jsontext.loads(value) if value == value.strip() else value
+    except jsontext.JsonError:
+        parsed = None
+    else:
+        if not isinstance(parsed, str):
+            candidates.append(jsontext.dumps(parsed))
+    number = None
+    if isinstance(parsed, int | float) and not isinstance(parsed, bool):
+        number = float(parsed)
+    if connection.vendor == "postgresql":
+        text_match = f"{sql} IN ({', '.join(['%s'] * len(candidates))})"
+        where = [text_match]
+        all_params = [*params, *candidates]
+        if number is not None:
+            where.append(
+                f"CASE WHEN json_typeof((traces_trace.metadata::json) -> %s) = 'number' "
+                f"THEN ({sql})::float8 END = %s"
+            )
+            all_params += [key, *params, number]
+    else:
+        where = [f"{sql} IN ({', '.join(['%s'] * len(candidates))})"]
+        all_params = [*params, *candidates]
+        if number is not None:
+            where.append(
+                "EXISTS (SELECT 1 FROM json_each(traces_trace.metadata) AS n WHERE n.key = %s "
+                "AND n.type IN ('integer', 'real') AND n.value = %s)"
+            )
+            all_params += [key, number]
+    return traces.extra(where=[" OR ".join(f"({w})" for w in where)], params=all_params)
+
+
+def traces_annotated(*, traces: QuerySet[Trace], annotated: bool = True) -> QuerySet[Trace]:
+    """Annotated (see the module docstring) or not."""
+    block_notes = Block.objects.filter(trace=OuterRef("pk")).exclude(extra=_EMPTY)
+    condition = ~Q(extra=_EMPTY) | Exists(block_notes)
+    return traces.filter(condition) if annotated else traces.exclude(condition)
+
+
+# --- what the dataset page shows of each trace ---------------------------------------
+
+
+def with_first_user_message(traces: QuerySet[Trace]) -> QuerySet[Trace]:
+    """Annotate `first_user_payload`: the payload of the trace's first MESSAGE block of
+    role user (a correlated subquery, read with the page's own query)."""
+    first = (
+        Block.objects.filter(trace=OuterRef("pk"), sub_type=SubType.MESSAGE)
+        .filter(payload__contains='"role":"user"')
+        .order_by("created_at", "id")
+        .values("payload")[:1]
+    )
+    return traces.annotate(first_user_payload=Subquery(first))
+
+
+def message_text(payload: Any) -> str:
+    """The text of a MESSAGE payload: its content, or the text parts of a list content."""
+    if not isinstance(payload, dict):
+        return ""
+    content = payload.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            if isinstance(part, str):
+                texts.append(part)
+            elif isinstance(part, dict):
+                if isinstance(part.get("text"), str):
+                    texts.append(part["text"])
+                elif part.get("type") in ("image_url", "image", "input_image"):
+                    texts.append("[image]")
+        return " ".join(texts)
+    return ""
+
+
+def _tool_name_sql() -> str:
+    """payload.name of a TOOL_CALL block, read by the database."""
+    if connection.vendor == "postgresql":
+        return "((traces_block.payload::json) ->> 'name')"
+    return "json_extract(traces_block.payload, '$.name')"
+
+
+def tools_used(*, trace_ids: list[str]) -> dict[str, list[str]]:
+    """The distinct tool names called in each of these traces (one query)."""
+    if not trace_ids:
+        return {}
+    rows = (
+        Block.objects.filter(trace_id__in=trace_ids, sub_type=SubType.TOOL_CALL)
+        .annotate(tool=RawSQL(_tool_name_sql(), [], output_field=TextField()))
+        .values_list("trace_id", "tool")
+        .distinct()
+    )
+    found: dict[str, set[str]] = {}
+    for trace_id, tool in rows:
+        if tool:
+            found.setdefault(trace_id, set()).add(tool)
+    return {trace_id: sorted(names) for trace_id, names in found.items()}
