@@ -70,7 +70,7 @@ TEMPLATES = [
 _DEFAULT_DB = f"sqlite:///{BASE_DIR / 'db.sqlite3'}"
 _database_url = env_str("DATABASE_URL", _DEFAULT_DB)
 try:
-    _database = dj_database_url.parse(_database_url, conn_max_age=60)
+    _database = dj_database_url.parse(_database_url, conn_max_age=60, conn_health_checks=True)
 except Exception as exc:  # dj-database-url raises several kinds
     raise ImproperlyConfigured(f"DATABASE_URL={_database_url!r} is not usable: {exc}") from exc
 if _database["ENGINE"] not in (
@@ -81,7 +81,6 @@ if _database["ENGINE"] not in (
         f"DATABASE_URL={_database_url!r}: only sqlite:// and postgres:// are supported"
     )
 if _database["ENGINE"] == "django.db.backends.sqlite3":
-    _database["CONN_MAX_AGE"] = 0
     _database["OPTIONS"] = {
         # WAL lets readers run while an import writes; IMMEDIATE avoids
         # lock upgrades that fail with "database is locked".

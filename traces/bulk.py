@@ -6,6 +6,16 @@ from typing import Any
 
 from django.db import connection
 
+# The columns of the two tables that bulk writes fill, in the order of their rows.
+BLOCK_COLUMNS = (
+    "id", "trace_id", "block_type", "sub_type", "parent_block_id", "payload", "metadata",
+    "raw", "extra", "call_id", "result_seq", "created_at", "updated_at",
+)  # fmt: skip
+TRACE_COLUMNS = (
+    "id", "organization_id", "dataset_id", "index", "name", "metadata", "extra", "reward",
+    "block_count", "created_at", "updated_at",
+)  # fmt: skip
+
 
 def insert_rows(table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     if not rows:
@@ -14,9 +24,11 @@ def insert_rows(table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]
     cols = ", ".join(qn(c) for c in columns)
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            with cursor.cursor.copy(f"COPY {qn(table)} ({cols}) FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(row)
+            # COPY goes around Django's cursor: its errors are mapped here (IntegrityError...).
+            with connection.wrap_database_errors:
+                with cursor.cursor.copy(f"COPY {qn(table)} ({cols}) FROM STDIN") as copy:
+                    for row in rows:
+                        copy.write_row(row)
         else:
             marks = ", ".join(["%s"] * len(columns))
             cursor.executemany(f"INSERT INTO {qn(table)} ({cols}) VALUES ({marks})", rows)

@@ -88,10 +88,14 @@ class Dataset(models.Model):
 
 class Trace(models.Model):
     id = models.CharField(primary_key=True, max_length=32, default=ids.trace_id, editable=False)
-    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="traces")
-    dataset = models.ForeignKey(
-        Dataset, on_delete=models.CASCADE, related_name="traces", null=True, blank=True
+    # No index of their own: the composite indexes below start with these columns.
+    organization = models.ForeignKey(
+        Organization, on_delete=models.CASCADE, related_name="traces", db_index=False
     )
+    dataset = models.ForeignKey(
+        Dataset, on_delete=models.CASCADE, related_name="traces", null=True, blank=True,
+        db_index=False,
+    )  # fmt: skip
     index = models.IntegerField(default=0)
     name = models.CharField(max_length=500, blank=True, default="")
     metadata = JSONTextField(default=dict, blank=True)
@@ -123,7 +127,10 @@ class Trace(models.Model):
 
 class Block(models.Model):
     id = models.CharField(primary_key=True, max_length=32, default=ids.block_id, editable=False)
-    trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="blocks")
+    # No index of its own: block_trace_order starts with trace_id.
+    trace = models.ForeignKey(
+        Trace, on_delete=models.CASCADE, related_name="blocks", db_index=False
+    )
     block_type = models.CharField(max_length=8, choices=BlockType.choices)
     sub_type = models.CharField(max_length=12, choices=SubType.choices)
     parent = models.ForeignKey(
@@ -177,7 +184,6 @@ class Block(models.Model):
         indexes = [
             # The stitched order: created_at, then id, within a trace.
             models.Index(fields=["trace", "created_at", "id"], name="block_trace_order"),
-            models.Index(fields=["parent"], name="block_parent"),
         ]
 
     def __str__(self) -> str:

@@ -101,8 +101,7 @@ class BlockBatchCreateApi(OrgApi):
             except ValidationFailed as exc:
                 exc.details = {"index": index, **exc.details}
                 raise
-        rows = blocks_create_batch(trace=trace, blocks=inputs)
-        return Response({"blocks": [block_out(b) for b in rows]}, status=201)
+        return Response({"blocks": blocks_create_batch(trace=trace, blocks=inputs)}, status=201)
 
 
 class BlockListApi(OrgApi):

@@ -12,6 +12,7 @@ from typing import Any, Protocol, cast
 BENCHMARKS: dict[str, str] = {
     "import": "traces.benchmarks.import_bench",
     "api": "traces.benchmarks.api_bench",
+    "ui": "traces.benchmarks.ui_bench",
 }
 
 

@@ -29,9 +29,9 @@ from django.utils import timezone
 
 from traces import ids, jsontext
 from traces.benchmarks.synthetic import generate
-from traces.bulk import adapt_datetime, insert_rows
+from traces.bulk import BLOCK_COLUMNS, TRACE_COLUMNS, adapt_datetime, insert_rows
 from traces.models import NO_SEQ, Block, Dataset, Organization, Trace
-from traces.services.imports import BLOCK_COLUMNS, FLUSH_ROWS, TRACE_COLUMNS, trace_import
+from traces.services.imports import FLUSH_ROWS, trace_import
 from traces.validation import reward_of
 
 HELP = "import a synthetic JSONL with trace_import and compare with the bulk-write floor"

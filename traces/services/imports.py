@@ -16,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from traces import ids, jsontext
-from traces.bulk import adapt_datetime, insert_rows
+from traces.bulk import BLOCK_COLUMNS, TRACE_COLUMNS, adapt_datetime, insert_rows
 from traces.errors import ImportFailed
 from traces.ingest.blocks import blocks_to_drafts
 from traces.ingest.detect import detect
@@ -30,14 +30,6 @@ from traces.validation import Limits
 
 MAX_PROBLEMS = 1000
 FLUSH_ROWS = 2000
-BLOCK_COLUMNS = (
-    "id", "trace_id", "block_type", "sub_type", "parent_block_id", "payload", "metadata",
-    "raw", "extra", "call_id", "result_seq", "created_at", "updated_at",
-)  # fmt: skip
-TRACE_COLUMNS = (
-    "id", "organization_id", "dataset_id", "index", "name", "metadata", "extra", "reward",
-    "block_count", "created_at", "updated_at",
-)  # fmt: skip
 
 
 @dataclass
