@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run test lint format clean
+.PHONY: install run test lint format clean screenshots
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,9 @@ test: install
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
+
+screenshots: install
+	UPDATE_SCREENSHOTS=1 $(PY) -m pytest tests/e2e/test_screenshots.py -q
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -244,3 +244,24 @@ def test_full_text_search_uses_the_gin_index(tasks_dataset):
             cursor.execute(f"SET LOCAL {setting} = off")
         plan = traces_matching(traces=traces, text="flight").explain()
     assert "block_payload_fts" in plan, plan
+
+
+def test_a_nul_in_metadata_or_arguments_breaks_no_statistic(ui_org):
+    """PostgreSQL's JSON functions refuse U+0000; one trace holding it must not break the
+    dataset's keys, groups, filters or tool lists."""
+    events = chat("hi")
+    function = {"name": "nul_tool", "arguments": {"a\u0000": "b\u0000"}}
+    call = {"id": "c", "type": "function", "function": function}
+    events.insert(1, {"role": "assistant", "content": None, "tool_calls": [call]})
+    events.insert(2, {"role": "tool", "tool_call_id": "c", "content": "ok"})
+    dataset = import_lines(ui_org, "nul", [
+        {"messages": events, "metadata": {"task_id": "t\u0000", "k\u0000": 1, "reward": 1}},
+        {"messages": chat("other"), "metadata": {"task_id": "plain", "reward": 0}},
+    ])  # fmt: skip
+    traces = dataset.traces.all()
+    assert {"task_id", "reward"} <= set(metadata_keys(traces=traces))
+    groups = rewards_by_key(traces=traces, key="task_id")
+    assert len(groups.groups) == 2
+    assert traces_with_metadata_value(traces=traces, key="task_id", value="plain").count() == 1
+    ids = list(traces.values_list("id", flat=True))
+    assert "nul_tool" in sum(tools_used(trace_ids=ids).values(), [])

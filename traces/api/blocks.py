@@ -67,7 +67,7 @@ class BlockCreateApi(OrgApi):
     def post(self, request, org, trace_id):
         trace = trace_get(organization=self.organization, trace_id=trace_id)
         block = block_create(trace=trace, block=_block_input(request.data, BLOCK_KEYS))
-        return Response(block_out(block), status=201)
+        return Response(block, status=201)
 
 
 class BlockBatchCreateApi(OrgApi):

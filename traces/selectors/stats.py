@@ -216,10 +216,18 @@ def reward_histogram(*, traces: QuerySet[Trace], summary: RewardSummary | None =
 # --- metadata keys -------------------------------------------------------------------
 
 
+def pg_json(column: str) -> str:
+    """`column` (JSON kept as text) as PostgreSQL's json type. Its JSON functions turn every
+    string of the document into text and refuse U+0000 there, so the escape is read as
+    U+FFFD: a NUL in one value must not break the query of a whole dataset."""
+    return f"(replace({column}, '\\u0000', '\\ufffd')::json)"
+
+
+
 def _metadata_value_sql(key: str) -> tuple[str, list[Any]]:
     """SQL for the JSON text of `metadata[key]` of the current trace row (NULL if absent)."""
     if connection.vendor == "postgresql":
-        return "((traces_trace.metadata::json) -> %s)::text", [key]
+        return f"({pg_json('traces_trace.metadata')} -> %s)::text", [key]
     return (
         "(SELECT CASE e.type WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' "
         "WHEN 'null' THEN 'null' WHEN 'object' THEN e.value WHEN 'array' THEN e.value "
@@ -235,8 +243,8 @@ def metadata_keys(*, traces: QuerySet[Trace]) -> list[str]:
     if connection.vendor == "postgresql":
         sql = (
             "SELECT DISTINCT k FROM traces_trace t, "
-            "LATERAL json_object_keys(CASE WHEN json_typeof(t.metadata::json) = 'object' "
-            "THEN t.metadata::json ELSE '{}'::json END) AS k "
+            f"LATERAL json_object_keys(CASE WHEN json_typeof({pg_json('t.metadata')}) = 'object' "
+            f"THEN {pg_json('t.metadata')} ELSE '{{}}'::json END) AS k "
             f"WHERE t.id IN ({ids_sql}) ORDER BY k LIMIT {MAX_KEYS}"
         )
     else:
@@ -429,7 +437,7 @@ def traces_with_metadata_value(*, traces: QuerySet[Trace], key: str, value: str)
         all_params = [*params, *candidates]
         if number is not None:
             where.append(
-                f"CASE WHEN json_typeof((traces_trace.metadata::json) -> %s) = 'number' "
+                f"CASE WHEN json_typeof({pg_json('traces_trace.metadata')} -> %s) = 'number' "
                 f"THEN ({sql})::float8 END = %s"
             )
             all_params += [key, *params, number]
@@ -491,7 +499,7 @@ def message_text(payload: Any) -> str:
 def _tool_name_sql() -> str:
     """payload.name of a TOOL_CALL block, read by the database."""
     if connection.vendor == "postgresql":
-        return "((traces_block.payload::json) ->> 'name')"
+        return f"({pg_json('traces_block.payload')} ->> 'name')"
     return "json_extract(traces_block.payload, '$.name')"
 
 
