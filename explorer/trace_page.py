@@ -1,0 +1,436 @@
+"""What a trace page shows, as view models: rows of the stitched tree with their
+blocks rendered safely and folded, chunked so that a long trace opens fast."""
+
+import math
+import re
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.urls import reverse
+
+from explorer import rendering as r
+from traces import jsontext
+from traces.ingest.images import referenced_images
+from traces.models import Block, Image, Trace
+from traces.selectors.access import can_annotate
+
+CHUNK_ROWS = 150
+# A chunk also ends once its rendered payload passes this many characters, so that a
+# trace of large blocks still opens with a page of a few hundred kilobytes.
+CHUNK_CHARS = 450_000
+BLOCK_OVERHEAD = 1_400  # the HTML around one block's payload, roughly
+RAW_INLINE_CHARS = 1_500  # raw bigger than this is loaded on demand
+META_VALUE_CHARS = 4_000  # a trace metadata value shows at most this much
+ROLE_CLASSES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
+ROLE_CLASSES.update({"tool": "tool", "function": "tool", "ipython": "tool"})
+
+
+# --- View models -----------------------------------------------------------------------
+
+
+@dataclass
+class RewardView:
+    url: str
+    dom_id: str
+    value: Any  # extra.reward as stored (any JSON)
+    can_edit: bool
+    error: str = ""
+    entered: str = ""  # what the person typed, shown back with an error
+    target: str = "block"
+
+    @property
+    def number(self) -> float | None:
+        value = self.value
+        if isinstance(value, bool):
+            return 1.0 if value else 0.0
+        if isinstance(value, int | float) and math.isfinite(value):
+            return float(value)
+        return None
+
+    @property
+    def is_set(self) -> bool:
+        return self.value is not None
+
+    @property
+    def is_up(self) -> bool:
+        return self.number == 1.0
+
+    @property
+    def is_down(self) -> bool:
+        return self.number == 0.0
+
+    @property
+    def display(self) -> str:
+        if self.value is None:
+            return ""
+        number = self.number
+        if number is None:
+            return jsontext.dumps(self.value)[:40]
+        return _number_text(number)
+
+    @property
+    def field_value(self) -> str:
+        if self.error:
+            return self.entered
+        number = self.number
+        if number is None:
+            return ""
+        return _number_text(number) if number == int(number) else repr(number)
+
+
+def _number_text(number: float) -> str:
+    if number == int(number) and abs(number) < 1e15:
+        return str(int(number))
+    return f"{number:.6g}"
+
+
+@dataclass
+class BlockView:
+    id: str
+    sub_type: str
+    kind: str  # message / think / call / result
+    body: Any  # SafeString
+    folded: bool
+    size: str
+    badges: list[str]
+    warnings: list[tuple[str, str]]  # (label, title)
+    metadata: Any
+    extra: Any
+    raw: Any  # SafeString (inline), or None when loaded on demand
+    raw_size: str
+    has_raw: bool
+    reward: RewardView
+    role: str = ""
+    role_class: str = ""
+    tone: str = ""  # one of a few colours for free-text roles (agents of a team)
+    name: str = ""
+    tool_name: str = ""
+    call_id: str = ""
+    seq: Any = None
+    is_delta: bool = False
+    cost: int = 0
+
+
+@dataclass
+class ActView:
+    block: BlockView
+    results: list[BlockView] = field(default_factory=list)
+
+
+@dataclass
+class RowView:
+    index: int
+    message: BlockView
+    acts: list[ActView]
+
+    @property
+    def number(self) -> int:
+        return self.index + 1
+
+
+class PageRenderer:
+    """Turns tree nodes into view models for one request."""
+
+    def __init__(self, request, trace: Trace, *, fold: bool = True, as_text: bool = False):
+        self.trace = trace
+        self.fold = fold
+        self.can_edit = can_annotate(user=request.user, organization=trace.organization)
+        self.ctx = r.Context(image_url=self.image_url, as_text=as_text)
+
+    def image_url(self, sha: str) -> str:
+        return reverse("trace-image", args=[self.trace.pk, sha])
+
+    def load_image_types(self, nodes: list[dict[str, Any]]) -> None:
+        """One query for the types of the images these blocks show."""
+        shas: set[str] = set()
+        for node in nodes:
+            shas |= referenced_images(node.get("payload"))
+        shas -= set(self.ctx.image_types)
+        if shas:
+            rows = Image.objects.filter(sha256__in=shas).values_list("sha256", "mime_type")
+            self.ctx.image_types.update(rows)
+
+    def budget(self) -> r.Budget:
+        return r.Budget() if self.fold else r.Budget.unlimited()
+
+    def reward(self, node: dict[str, Any]) -> RewardView:
+        extra = node.get("extra")
+        value = extra.get("reward") if isinstance(extra, dict) else None
+        return RewardView(
+            url=reverse("block-reward", args=[self.trace.pk, node["id"]]),
+            dom_id=f"reward-{node['id']}",
+            value=value,
+            can_edit=self.can_edit,
+        )
+
+    def block(self, node: dict[str, Any]) -> BlockView:
+        payload = node.get("payload")
+        payload = payload if isinstance(payload, dict) else {"value": payload}
+        metadata = node.get("metadata") if isinstance(node.get("metadata"), dict) else {}
+        sub_type = node["sub_type"]
+        budget = self.budget()
+        badges: list[str] = []
+        warnings: list[tuple[str, str]] = []
+        fields: dict[str, Any] = {}
+        view: dict[str, Any] = {}
+        if sub_type == "MESSAGE":
+            role = payload.get("role")
+            role_text = role if isinstance(role, str) else jsontext.dumps(role)
+            name = payload.get("name")
+            view.update(
+                kind="message",
+                role=role_text,
+                role_class=ROLE_CLASSES.get(role_text.lower(), "other"),
+                tone=_tone(role_text) if role_text.lower() not in ROLE_CLASSES else "",
+                name=name if isinstance(name, str) else "",
+            )
+            content = payload.get("content")
+            body = r.content_html(content, budget, self.ctx)
+            size_of = content
+            known = ("role", "content", "name")
+        elif sub_type == "THINK":
+            view.update(kind="think")
+            text = payload.get("text")
+            body = (
+                r.markdown_block(text, budget, self.ctx)
+                if isinstance(text, str)
+                else r.json_html(text, budget)
+            )
+            size_of = text
+            known = ("text",)
+        elif sub_type == "TOOL_CALL":
+            name = payload.get("name")
+            view.update(
+                kind="call",
+                tool_name=name if isinstance(name, str) else jsontext.dumps(name),
+                call_id=str(payload.get("call_id", "")),
+            )
+            arguments = payload.get("arguments")
+            if "arguments_unparsed" in metadata or not isinstance(arguments, dict):
+                reason = metadata.get("arguments_unparsed")
+                warnings.append(
+                    ("arguments are not JSON", reason if isinstance(reason, str) else "")
+                )
+            if metadata.get("arguments_missing"):
+                warnings.append(("no arguments given", ""))
+            body = r.arguments_html(arguments, budget)
+            size_of = arguments
+            known = ("call_id", "name", "arguments")
+        else:
+            is_delta = "delta" in payload and "output" not in payload
+            value = payload.get("delta") if is_delta else payload.get("output")
+            seq = payload.get("seq")
+            view.update(
+                kind="result",
+                call_id=str(payload.get("call_id", "")),
+                seq=seq if isinstance(seq, int) and not isinstance(seq, bool) else None,
+                is_delta=is_delta,
+            )
+            body, badges = r.output_html(value, budget, self.ctx)
+            size_of = value
+            known = ("call_id", "output", "delta", "seq")
+        fields = {k: v for k, v in payload.items() if k not in known}
+        if fields:
+            body += '<div class="more-fields"><span class="lane-note">other fields</span>'
+            body += r.json_html(fields, budget) + "</div>"
+        raw = node.get("raw")
+        raw_html, raw_size, has_raw = None, "", raw is not None
+        if has_raw:
+            raw_text_len = len(jsontext.dumps(raw))
+            raw_size = r.size_label(raw_text_len)
+            if not self.fold or raw_text_len <= RAW_INLINE_CHARS:
+                raw_html = r.safe(r.json_html(raw, r.Budget.unlimited(), css="drawer-json"))
+        meta_html = r.json_html(metadata, self.budget(), css="drawer-json")
+        extra = node.get("extra") if node.get("extra") is not None else {}
+        extra_html = r.json_html(extra, self.budget(), css="drawer-json")
+        size = r.size_label(jsontext.byte_size(size_of)) if size_of is not None else "0 B"
+        return BlockView(
+            id=node["id"],
+            sub_type=sub_type,
+            body=r.safe(body),
+            folded=budget.folded,
+            size=size,
+            badges=badges,
+            warnings=warnings,
+            metadata=r.safe(meta_html),
+            extra=r.safe(extra_html),
+            raw=raw_html,
+            raw_size=raw_size,
+            has_raw=has_raw,
+            reward=self.reward(node),
+            cost=len(body) + len(meta_html) + len(extra_html) + BLOCK_OVERHEAD,
+            **view,
+        )
+
+    def row(self, index: int, node: dict[str, Any]) -> RowView:
+        acts = []
+        for child in node.get("children", []):
+            act = ActView(self.block(child))
+            act.results = [self.block(result) for result in child.get("children", [])]
+            acts.append(act)
+        return RowView(index=index, message=self.block(node), acts=acts)
+
+    def rows(
+        self, messages: list[dict[str, Any]], start: int, at_least: int = 0
+    ) -> tuple[list[RowView], int]:
+        """Rows from `start`, until a chunk's size; the index after the last one."""
+        out: list[RowView] = []
+        spent = 0
+        index = start
+        while index < len(messages):
+            if index >= start + at_least and (
+                len(out) >= CHUNK_ROWS or (out and spent >= CHUNK_CHARS)
+            ):
+                break
+            node = messages[index]
+            self.load_image_types([node, *_descendants(node)])
+            row = self.row(index, node)
+            spent += row.message.cost + sum(
+                a.block.cost + sum(res.cost for res in a.results) for a in row.acts
+            )
+            out.append(row)
+            index += 1
+        return out, index
+
+
+def _tone(role: str) -> str:
+    """A stable colour for a free-text role, so each agent of a team keeps its own.
+    The agent's name comes first ("Orchestrator (thought)" goes with "Orchestrator")."""
+    agent = re.split(r"[\s(:]", role.strip(), maxsplit=1)[0].lower()
+    return f"tone-{zlib.crc32(agent.encode()) % 6}"
+
+
+def _descendants(node: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for child in node.get("children", []):
+        out.append(child)
+        out.extend(child.get("children", []))
+    return out
+
+
+def node_of_block(block: Block) -> dict[str, Any]:
+    return {
+        "id": block.pk,
+        "sub_type": block.sub_type,
+        "block_type": block.block_type,
+        "parent_block_id": block.parent_id,
+        "payload": block.payload,
+        "metadata": block.metadata,
+        "raw": block.raw,
+        "extra": block.extra,
+        "created_at": block.created_at,
+    }
+
+
+def orphan_nodes(tree: dict[str, Any]) -> list[dict[str, Any]]:
+    found = tree["orphans"]
+    return [*found["thinks"], *found["tool_calls"], *found["tool_results"]]
+
+
+def row_of(tree: dict[str, Any], block_id: str) -> int | None:
+    for i, message in enumerate(tree["messages"]):
+        if message["id"] == block_id:
+            return i
+        for child in message.get("children", []):
+            if child["id"] == block_id:
+                return i
+            if any(res["id"] == block_id for res in child.get("children", [])):
+                return i
+    if any(o["id"] == block_id for o in orphan_nodes(tree)):
+        return len(tree["messages"])
+    return None
+
+
+def chunk_context(
+    renderer: PageRenderer, tree: dict[str, Any], start: int, chunk: tuple | None = None
+) -> dict[str, Any]:
+    messages = tree["messages"]
+    rows, end = chunk if chunk is not None else renderer.rows(messages, start)
+    done = end >= len(messages)
+    orphans = []
+    if done:
+        nodes = orphan_nodes(tree)
+        renderer.load_image_types(nodes)
+        orphans = [renderer.block(node) for node in nodes]
+    trace = renderer.trace
+    return {
+        "rows": rows,
+        "next_after": None if done else end,
+        "more_url": f"{reverse('trace-more', args=[trace.pk])}?after={end}",
+        "next_page_url": f"{reverse('trace', args=[trace.pk])}?after={end}#row-{end}",
+        "row_total": len(messages),
+        "next_last": min(len(messages), end + CHUNK_ROWS),
+        "orphans": orphans,
+        "done": done,
+    }
+
+
+# --- Pages -----------------------------------------------------------------------------
+
+
+def neighbours(trace: Trace) -> tuple[Trace | None, Trace | None]:
+    if trace.dataset_id is None:
+        return None, None
+    siblings = Trace.objects.filter(dataset_id=trace.dataset_id).only("id", "index", "name")
+    prev = siblings.filter(index__lt=trace.index).order_by("-index").first()
+    nxt = siblings.filter(index__gt=trace.index).order_by("index").first()
+    return prev, nxt
+
+
+def block_counts(tree: dict[str, Any]) -> dict[str, int]:
+    counts = {"MESSAGE": 0, "THINK": 0, "TOOL_CALL": 0, "TOOL_RESULT": 0}
+    for message in tree["messages"]:
+        counts["MESSAGE"] += 1
+        for child in message.get("children", []):
+            counts[child["sub_type"]] += 1
+            counts["TOOL_RESULT"] += len(child.get("children", []))
+    return counts
+
+
+@dataclass
+class MetaItem:
+    key: str
+    text: str
+    long: bool
+
+
+def meta_items(metadata: Any) -> list[MetaItem]:
+    if not isinstance(metadata, dict):
+        return [MetaItem("value", jsontext.dumps(metadata), True)] if metadata else []
+    items = []
+    for key, value in metadata.items():
+        text = value if isinstance(value, str) else jsontext.dumps(value)
+        if len(text) > META_VALUE_CHARS:
+            text = text[:META_VALUE_CHARS] + f"… ({r.size_label(len(text.encode()))} in all)"
+        items.append(MetaItem(str(key)[:200], r.visible_text(text), len(text) > 80))
+    return items
+
+
+def trace_reward(trace: Trace, can_edit: bool, **more) -> RewardView:
+    extra = trace.extra if isinstance(trace.extra, dict) else {}
+    return RewardView(
+        url=reverse("trace-reward", args=[trace.pk]),
+        dom_id="reward-trace",
+        value=extra.get("reward"),
+        can_edit=can_edit,
+        target="trace",
+        **more,
+    )
+
+
+def reward_summary(trace: Trace) -> dict[str, str]:
+    """The trace's reward column as the header shows it, and where it comes from."""
+    if trace.reward is None:
+        return {"reward_text": "", "reward_tone": "", "reward_source": ""}
+    extra = trace.extra if isinstance(trace.extra, dict) else {}
+    reward = trace.reward
+    return {
+        "reward_text": _number_text(reward),
+        "reward_tone": "good" if reward >= 1 else "bad" if reward <= 0 else "warn",
+        "reward_source": "annotation" if extra.get("reward") is not None else "metadata",
+    }
+
+
+def trace_title(trace: Trace) -> str:
+    return trace.name or f"Trace #{trace.index}"
