@@ -1,0 +1,354 @@
+"""What a dataset page shows, as view models: the filters of its trace list, metadata
+items, the reward histogram's bars, the rewards-per-group table and the trace rows."""
+
+import math
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+from django.core.paginator import Paginator
+
+from traces import jsontext
+from traces.models import Trace
+from traces.selectors.search import traces_matching
+from traces.selectors.stats import (
+    Histogram,
+    default_group_key,
+    message_text,
+    metadata_keys,
+    rewards_by_key,
+    tools_used,
+    traces_annotated,
+    traces_with_metadata_value,
+    with_first_user_message,
+)
+
+PAGE_SIZE = 50
+FIRST_MESSAGE_CHARS = 120
+LONG_VALUE_CHARS = 100
+SORTS = {
+    "index": ("index",),
+    "-index": ("-index",),
+    "reward": ("reward", "index"),
+    "-reward": ("-reward", "index"),
+}
+REWARD_CHOICES = (
+    ("", "any"),
+    ("1", "1 (success)"),
+    ("0", "0 (failure)"),
+    ("none", "none"),
+    ("gte", "≥ at least…"),
+)
+ANNOTATED_CHOICES = (("", "any"), ("yes", "annotated"), ("no", "not annotated"))
+
+
+@dataclass
+class Filters:
+    q: str = ""
+    reward: str = ""
+    reward_min: str = ""
+    meta: str = ""
+    annotated: str = ""
+    sort: str = "index"
+    group: str = ""
+
+    @classmethod
+    def from_request(cls, request) -> "Filters":
+        get = request.GET
+        reward = get.get("reward", "")
+        reward_min = get.get("reward_min", "").strip()
+        if reward_min and not reward:
+            reward = "gte"
+        return cls(
+            q=get.get("q", "").strip()[:500],
+            reward=reward if reward in dict(REWARD_CHOICES) else "",
+            reward_min=reward_min[:40],
+            meta=get.get("meta", "").strip()[:1000],
+            annotated=get.get("annotated", "") if get.get("annotated") in ("yes", "no") else "",
+            sort=get.get("sort", "index") if get.get("sort") in SORTS else "index",
+            group=get.get("group", "")[:500],
+        )
+
+    def params(self, **changes: Any) -> dict[str, str]:
+        """The non-default values, as GET parameters."""
+        values = {
+            "q": self.q,
+            "reward": self.reward,
+            "reward_min": self.reward_min if self.reward == "gte" else "",
+            "meta": self.meta,
+            "annotated": self.annotated,
+            "sort": "" if self.sort == "index" else self.sort,
+            "group": self.group,
+            **changes,
+        }
+        return {k: v for k, v in values.items() if v not in ("", None)}
+
+    def query(self, **changes: Any) -> str:
+        return urlencode(self.params(**changes))
+
+    @property
+    def active(self) -> bool:
+        return bool(self.q or self.reward or self.meta or self.annotated)
+
+
+def _apply(traces, filters: Filters) -> tuple[Any, list[str]]:
+    """The traces that pass the filters, and what could not be understood."""
+    errors = []
+    if filters.q:
+        traces = traces_matching(traces=traces, text=filters.q)
+    if filters.reward == "1":
+        traces = traces.filter(reward=1.0)
+    elif filters.reward == "0":
+        traces = traces.filter(reward=0.0)
+    elif filters.reward == "none":
+        traces = traces.filter(reward__isnull=True)
+    elif filters.reward == "gte":
+        try:
+            bound = float(filters.reward_min)
+            if not math.isfinite(bound):
+                raise ValueError
+        except ValueError:
+            if filters.reward_min:
+                errors.append(f"“{filters.reward_min}” is not a number: the reward filter is off.")
+            else:
+                errors.append("Give the lowest reward to keep: the reward filter is off.")
+        else:
+            traces = traces.filter(reward__gte=bound)
+    if filters.meta:
+        key, sep, value = filters.meta.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key:
+            errors.append("Write the metadata filter as key=value, e.g. task_id=7.")
+        else:
+            traces = traces_with_metadata_value(traces=traces, key=key, value=value)
+    if filters.annotated:
+        traces = traces_annotated(traces=traces, annotated=filters.annotated == "yes")
+    return traces.order_by(*SORTS[filters.sort]), errors
+
+
+# --- presentation helpers ------------------------------------------------------------
+
+
+def reward_badge(reward: float | None) -> tuple[str, str]:
+    if reward is None:
+        return "", "—"
+    if reward == 1:
+        return "good", "1"
+    if reward == 0:
+        return "bad", "0"
+    return "", f"{reward:.3g}"
+
+
+def _first_line(text: str) -> str:
+    flat = " ".join(text.split())
+    if len(flat) > FIRST_MESSAGE_CHARS:
+        return flat[: FIRST_MESSAGE_CHARS - 1].rstrip() + "…"
+    return flat
+
+
+@dataclass(frozen=True)
+class MetaItem:
+    key: str
+    text: str
+    kind: str  # "string", "number", "bool", "null", "json"
+    long: bool
+
+    @property
+    def short(self) -> str:
+        return self.text[:LONG_VALUE_CHARS].rstrip() + "…" if self.long else self.text
+
+
+def _format_value(value: Any) -> tuple[str, str]:
+    if isinstance(value, bool):
+        return ("true" if value else "false"), "bool"
+    if value is None:
+        return "null", "null"
+    if isinstance(value, int):
+        return f"{value:,}".replace(",", "\u2009") if abs(value) >= 10_000 else str(value), "number"
+    if isinstance(value, float):
+        return f"{value:.6g}", "number"
+    if isinstance(value, str):
+        return value, "string"
+    return jsontext.dumps(value), "json"
+
+
+def metadata_items(metadata: Any, skip: tuple[str, ...] = ("accuracy",)) -> list[MetaItem]:
+    if not isinstance(metadata, dict):
+        return [MetaItem("(metadata)", jsontext.dumps(metadata), "json", False)]
+    items = []
+    for key, value in metadata.items():
+        if key in skip:
+            continue
+        text, kind = _format_value(value)
+        items.append(MetaItem(key, text, kind, len(text) > LONG_VALUE_CHARS or "\n" in text))
+    return items
+
+
+def reported_accuracy(metadata: Any) -> tuple[float | None, Any]:
+    """The `accuracy` the dataset's metadata reports: a number, or the raw value if any."""
+    if not isinstance(metadata, dict) or "accuracy" not in metadata:
+        return None, None
+    value = metadata["accuracy"]
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value), value
+    if isinstance(value, str):
+        text = value.strip().rstrip("%")
+        try:
+            number = float(text)
+        except ValueError:
+            return None, value
+        if value.strip().endswith("%"):
+            number /= 100
+        return (number if math.isfinite(number) else None), value
+    return None, value
+
+
+# The histogram, drawn by the server: SVG geometry in user units (the CSS sizes it).
+CHART_W, CHART_H = 560, 210
+PAD_L, PAD_R, PAD_T, PAD_B = 40, 12, 22, 34
+
+
+@dataclass(frozen=True)
+class Bar:
+    x: float
+    y: float
+    width: float
+    height: float
+    label: str
+    count: int
+    title: str
+    cx: float
+    count_y: float
+    tone: str
+
+
+def histogram_bars(histogram: Histogram) -> dict[str, Any]:
+    bins = histogram.bins
+    plot_w, plot_h = CHART_W - PAD_L - PAD_R, CHART_H - PAD_T - PAD_B
+    tallest = max(histogram.tallest, 1)
+    slot = plot_w / max(len(bins), 1)
+    gap = min(slot * 0.2, 18) if len(bins) > 3 else slot * 0.3
+    bars = []
+    for i, b in enumerate(bins):
+        height = round(plot_h * b.count / tallest, 2)
+        x = round(PAD_L + i * slot + gap / 2, 2)
+        width = round(slot - gap, 2)
+        y = round(PAD_T + plot_h - height, 2)
+        tone = ""
+        if histogram.kind == "binary":
+            tone = "good" if b.low == 1 else "bad"
+        bars.append(
+            Bar(
+                x=x, y=y, width=width, height=max(height, 0), label=b.label, count=b.count,
+                title=b.title, cx=round(x + width / 2, 2), count_y=round(y - 6, 2), tone=tone,
+            )
+        )  # fmt: skip
+    ticks = []
+    for fraction in (0, 0.5, 1):
+        value = tallest * fraction
+        if fraction and value != int(value):
+            continue
+        ticks.append({"y": round(PAD_T + plot_h - plot_h * fraction, 2), "label": int(value)})
+    return {
+        "width": CHART_W,
+        "height": CHART_H,
+        "bars": bars,
+        "ticks": ticks,
+        "axis_y": PAD_T + plot_h,
+        "axis_x1": PAD_L,
+        "axis_x2": CHART_W - PAD_R,
+        "label_y": PAD_T + plot_h + 18,
+        "tick_x": PAD_L - 8,
+    }
+
+
+# --- the page ------------------------------------------------------------------------
+
+
+def _trace_rows(page_traces: list[Trace]) -> list[dict[str, Any]]:
+    tools = tools_used(trace_ids=[t.pk for t in page_traces])
+    rows = []
+    for trace in page_traces:
+        tone, text = reward_badge(trace.reward)
+        rows.append(
+            {
+                "trace": trace,
+                "first_message": _first_line(message_text(trace.first_user_payload)),
+                "tools": tools.get(trace.pk, []),
+                "reward_tone": tone,
+                "reward_text": text,
+            }
+        )
+    return rows
+
+
+def heat(value: float | None) -> str:
+    """A class for a rate in 0..1: five steps from red to green."""
+    if value is None:
+        return ""
+    if value >= 1 - 1e-9:
+        return "heat-4"
+    if value <= 1e-9:
+        return "heat-0"
+    return f"heat-{1 + min(2, int(value * 3))}"
+
+
+def groups_context(filters: Filters, all_traces) -> dict[str, Any]:
+    keys = metadata_keys(traces=all_traces)
+    key = filters.group if filters.group in keys else default_group_key(keys)
+    table = rewards_by_key(traces=all_traces, key=key) if key else None
+    rows = []
+    # With one trial per group, pass@1 and pass^1 only repeat the mean reward.
+    show_pass = table is not None and len(table.ks) > 1
+    if table is not None:
+        for group in table.rows:
+            href = None
+            if not group.missing:
+                href = "?" + urlencode({"meta": f"{key}={group.filter_value}", "group": key})
+            cells = [*group.pass_at, *group.pass_hat] if show_pass else []
+            rows.append(
+                {
+                    "group": group,
+                    "href": href,
+                    "mean_heat": heat(group.mean) if _unit(group.mean) else "",
+                    "cells": [(v, heat(v)) for v in cells],
+                }
+            )
+    totals = [*table.pass_at, *table.pass_hat] if show_pass else []
+    return {
+        "keys": keys,
+        "group_key": key,
+        "groups": table,
+        "group_rows": rows,
+        "show_pass": show_pass,
+        "total_cells": totals,
+    }
+
+
+def _unit(value: float | None) -> bool:
+    return value is not None and 0 <= value <= 1
+
+
+def traces_context(request, all_traces, filters: Filters) -> dict[str, Any]:
+    traces, errors = _apply(all_traces, filters)
+    traces = with_first_user_message(traces.defer("metadata", "extra"))
+    paginator = Paginator(traces, PAGE_SIZE)
+    page = paginator.get_page(request.GET.get("page"))
+    rows = _trace_rows(list(page.object_list))
+
+    def link(number: int) -> str:
+        return f"{request.path}?{filters.query(page=number if number > 1 else '')}"
+
+    numbers = []
+    if paginator.num_pages > 1:
+        for n in paginator.get_elided_page_range(page.number, on_each_side=2, on_ends=1):
+            numbers.append({"n": n, "href": link(n) if isinstance(n, int) else None})
+    return {
+        "page": page,
+        "paginator": paginator,
+        "rows": rows,
+        "filter_errors": errors,
+        "page_numbers": numbers,
+        "prev_href": link(page.previous_page_number()) if page.has_previous() else None,
+        "next_href": link(page.next_page_number()) if page.has_next() else None,
+    }
