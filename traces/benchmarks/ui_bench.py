@@ -30,6 +30,7 @@ the search is a scan.
 
 import gc
 import math
+import os
 import re
 import statistics
 import tempfile
@@ -78,7 +79,7 @@ BLOCKS_PER_DATASET_TRACE = 10  # 100,000 traces make the 1,000,000-block search 
 DATASET_TASKS_SHARE = 100  # traces per task_id
 SQLITE_SCALE = 0.05  # the default --scale on SQLite
 REPEAT = 5
-PAGE_SIZE = 50  # explorer.views.dataset.PAGE_SIZE
+PAGE_SIZE = 50  # explorer.dataset_page.PAGE_SIZE
 NEEDLE = "segfault"  # the searched word: in none of the generated text but NEEDLE_RATE's
 NEEDLE_RATE = 0.01  # of the dataset's traces
 INDEX_NAME = "block_payload_fts"
@@ -559,6 +560,7 @@ def run(options: Mapping[str, Any], log: Callable[[str], None]) -> str:
         _vacuum()
         log(f"  {time.perf_counter() - vacuum_started:.0f} s")
         log(f"built in {time.perf_counter() - started:.0f} s")
+        load = _load()
         pages = []
         for trace, seconds in made:
             log(f"trace page of {trace.block_count} blocks: page and floor, {REPEAT} each ...")
@@ -578,14 +580,23 @@ def run(options: Mapping[str, Any], log: Callable[[str], None]) -> str:
             log("cleaning up ...")
             _cleanup(organization, user, client)
     log(f"done in {time.perf_counter() - started:.0f} s")
-    return _render(scale, pages, dataset_page, search)
+    return _render(scale, load, pages, dataset_page, search)
+
+
+def _load() -> str:
+    """The machine's CPUs and load before the measurements (other work skews them)."""
+    if not hasattr(os, "getloadavg"):
+        return f"{os.cpu_count()} CPUs"
+    return f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} before measuring"
 
 
 def _verdict(value: float, target: float) -> str:
     return f"(target <= {target}) {'PASS' if value <= target else 'FAIL'}"
 
 
-def _render(scale: float, pages: list[TracePage], data: DatasetPage, search: Search) -> str:
+def _render(
+    scale: float, load: str, pages: list[TracePage], data: DatasetPage, search: Search
+) -> str:
     small, large = pages
     trace_ratio = small.page_median / small.floor_median
     html_mb = small.html_bytes / MB
@@ -594,7 +605,7 @@ def _render(scale: float, pages: list[TracePage], data: DatasetPage, search: Sea
     vendor = connection.vendor
     lines = [
         f"benchmark ui: database {vendor}, scale {scale:g}, in-process test Client signed in "
-        f"as a member, median of {REPEAT} after a warm-up",
+        f"as a member, median of {REPEAT} after a warm-up; {load}",
     ]
     if vendor != "postgresql":
         lines.append(

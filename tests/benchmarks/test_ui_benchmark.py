@@ -1,0 +1,50 @@
+import re
+from io import StringIO
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.sessions.models import Session
+from django.core.management import call_command
+from django.db import connection
+
+from traces.models import Block, Dataset, Membership, Organization, Trace
+
+VERDICT = r"\(target <= {target}\) (PASS|FAIL)$"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ui_benchmark_runs_at_a_tiny_size() -> None:
+    out = StringIO()
+    call_command("benchmark", "ui", "--scale", "0.002", stdout=out, stderr=StringIO())
+    text = out.getvalue()
+    vendor = connection.vendor
+    assert re.search(rf"^benchmark ui: database {vendor}, scale 0\.002,", text, re.M), text
+    # The two traces: 10 and 100 blocks (5,000 and 50,000 at full scale).
+    rows = re.findall(r"^ +(\d+) +[\d.]+ MB +[\d.]+ +[\d.]+ +([\d.]+) +[\d.]+ +[\d.]+$", text, re.M)
+    assert [int(blocks) for blocks, _ in rows] == [10, 100], text
+    for line in (
+        r"ratio trace page/floor: \d+\.\d\d " + VERDICT.format(target=r"3\.0"),
+        r"trace page HTML: \d+\.\d\d MB " + VERDICT.format(target=r"1\.5"),
+        r"ratio trace page 100/10 blocks: \d+\.\d\d " + VERDICT.format(target=r"12\.0"),
+        r"ratio dataset page/raw SQL: \d+\.\d\d " + VERDICT.format(target=r"2\.0"),
+    ):
+        assert re.search(f"^{line}", text, re.M), (line, text)
+    assert re.search(r"^dataset page .*: 200 traces, 2000 blocks", text, re.M), text
+    assert re.search(r"^  its htmx fragments: groups [\d.]+ ms, traces [\d.]+ ms$", text, re.M)
+    search = re.search(
+        r"^search 'segfault' over 2000 blocks: (\d+) traces match \((\d+) ", text, re.M
+    )
+    assert search and search[1] == search[2], text
+    if vendor == "postgresql":
+        assert re.search(r"^uses index: (yes|no) \(block_payload_fts; target yes\) (PASS|FAIL)$",
+                         text, re.M), text  # fmt: skip
+    else:
+        assert re.search(r"^note: the targets are PostgreSQL's", text, re.M), text
+        assert re.search(r"^uses index: no \(SQLite scans; .*\) N/A$", text, re.M), text
+    assert not Organization.objects.exists()
+    assert not Dataset.objects.exists()
+    assert not Trace.objects.exists()
+    assert not Block.objects.exists()
+    assert not Membership.objects.exists()
+    assert not get_user_model().objects.exists()
+    assert not Session.objects.exists()
