@@ -329,10 +329,21 @@ def _unit(value: float | None) -> bool:
     return value is not None and 0 <= value <= 1
 
 
-def traces_context(request, all_traces, filters: Filters) -> dict[str, Any]:
+class _CountedPaginator(Paginator):
+    """A paginator told its count, when the page already has it (no second COUNT)."""
+
+    def __init__(self, object_list, per_page, count: int) -> None:
+        super().__init__(object_list, per_page)
+        self.__dict__["count"] = count
+
+
+def traces_context(request, all_traces, filters: Filters, count: int | None = None):
     traces, errors = _apply(all_traces, filters)
     traces = with_first_user_message(traces.defer("metadata", "extra"))
-    paginator = Paginator(traces, PAGE_SIZE)
+    if count is None:
+        paginator = Paginator(traces, PAGE_SIZE)
+    else:
+        paginator = _CountedPaginator(traces, PAGE_SIZE, count)
     page = paginator.get_page(request.GET.get("page"))
     rows = _trace_rows(list(page.object_list))
 

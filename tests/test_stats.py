@@ -265,3 +265,20 @@ def test_a_nul_in_metadata_or_arguments_breaks_no_statistic(ui_org):
     assert traces_with_metadata_value(traces=traces, key="task_id", value="plain").count() == 1
     ids = list(traces.values_list("id", flat=True))
     assert "nul_tool" in sum(tools_used(trace_ids=ids).values(), [])
+
+
+def test_the_one_query_distribution_gives_the_same_summary_and_histogram(ui_org):
+    from traces.selectors.stats import reward_distribution
+
+    for name, rewards in (("binary", [1, 0, 1, None]), ("partial", [0.05, 0.5, 0.55, 1, 1])):
+        traces = rewarded(ui_org, name, rewards).traces.all()
+        distribution = reward_distribution(traces=traces)
+        fast = reward_summary(traces=traces, distribution=distribution)
+        slow = reward_summary(traces=traces)
+        assert fast.mean == pytest.approx(slow.mean)
+        assert (fast.traces, fast.rewarded, fast.successes, fast.non_binary) == (
+            slow.traces, slow.rewarded, slow.successes, slow.non_binary,
+        )  # fmt: skip
+        assert reward_histogram(traces=traces, distribution=distribution) == reward_histogram(
+            traces=traces
+        )

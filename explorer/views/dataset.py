@@ -17,6 +17,7 @@ from traces.selectors.access import can_annotate, dataset_for_user
 from traces.selectors.datasets import dataset_export_filename
 from traces.selectors.exports import EXPORT_FORMATS, dataset_export_lines
 from traces.selectors.stats import (
+    reward_distribution,
     reward_histogram,
     reward_summary,
 )
@@ -55,15 +56,17 @@ def dataset_page(request, dataset_id: str):
     if wants_partial(request) and target == "groups":
         context.update(view_models.groups_context(filters, all_traces))
         template = "explorer/dataset.html#groups"
-        push = filters.query()
+        # A key the reader picked goes in the address; the table loading itself does not.
+        push = filters.query() if request.htmx.trigger_name == "group" else None
     elif wants_partial(request) and target == "traces":
         context.update(view_models.traces_context(request, all_traces, filters))
         template = "explorer/dataset.html#traces"
         page = context["page"].number
         push = filters.query(page=page if page > 1 else "")
     else:
-        summary = reward_summary(traces=all_traces)
-        histogram = reward_histogram(traces=all_traces, summary=summary)
+        distribution = reward_distribution(traces=all_traces)
+        summary = reward_summary(traces=all_traces, distribution=distribution)
+        histogram = reward_histogram(traces=all_traces, summary=summary, distribution=distribution)
         reported, reported_raw = view_models.reported_accuracy(dataset.metadata)
         computed = summary.accuracy
         last_update = max(filter(None, [dataset.updated_at, summary.latest]))
@@ -86,8 +89,12 @@ def dataset_page(request, dataset_id: str):
                 "can_upload": can_annotate(user=request.user, organization=dataset.organization),
             }
         )
-        context.update(view_models.groups_context(filters, all_traces))
-        context.update(view_models.traces_context(request, all_traces, filters))
+        if "group" in request.GET:
+            context.update(view_models.groups_context(filters, all_traces))
+        else:
+            context["groups_later"] = True
+        known = None if filters.active else summary.traces
+        context.update(view_models.traces_context(request, all_traces, filters, count=known))
         template = "explorer/dataset.html"
         push = None
     response = render(request, template, context)

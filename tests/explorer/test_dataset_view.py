@@ -111,8 +111,24 @@ def test_histogram_bars_are_drawn_with_attributes_not_styles(members_client, tas
     assert "style" not in svg
 
 
+GROUPS_FRAGMENT = {"HX-Request": "true", "HX-Target": "groups"}
+
+
+def test_the_groups_table_loads_after_the_page_and_without_javascript(
+    members_client, tasks_dataset
+):
+    page = members_client.get(url(tasks_dataset)).content.decode()
+    placeholder = page[page.index('id="groups"') :].split("</section>")[0]
+    assert 'hx-trigger="load"' in placeholder and 'href="?group="' in placeholder
+    assert "pass@1" not in placeholder
+    fragment = members_client.get(url(tasks_dataset), headers=GROUPS_FRAGMENT)
+    assert "HX-Push-Url" not in fragment  # loading the table leaves the address alone
+    no_js = members_client.get(url(tasks_dataset) + "?group=").content.decode()
+    assert '<option value="task_id" selected>' in no_js and "pass@1" in no_js
+
+
 def test_rewards_grouped_by_task(members_client, tasks_dataset):
-    html = members_client.get(url(tasks_dataset)).content.decode()
+    html = members_client.get(url(tasks_dataset), headers=GROUPS_FRAGMENT).content.decode()
     groups = html[html.index('id="groups"') :].split("</section>")[0]
     assert '<option value="task_id" selected>' in groups
     for head in ("pass@1", "pass@2", "pass@3", "pass^1", "pass^2", "pass^3"):
@@ -135,7 +151,7 @@ def test_one_trial_per_group_shows_no_pass_columns(members_client, ui_org):
         for i in range(4)
     ]
     dataset = import_lines(ui_org, "swe-like", traces)
-    html = members_client.get(url(dataset)).content.decode()
+    html = members_client.get(url(dataset), headers=GROUPS_FRAGMENT).content.decode()
     groups = html[html.index('id="groups"') :].split("</section>")[0]
     assert '<option value="instance_id" selected>' in groups
     assert "pass@1" not in groups and "One trial per instance_id" in groups

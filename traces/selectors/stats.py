@@ -88,8 +88,47 @@ class RewardSummary:
         return self.rewarded > 0 and self.non_binary == 0
 
 
-def reward_summary(*, traces: QuerySet[Trace]) -> RewardSummary:
-    """Counts, mean, range and successes of the rewards of `traces`, in one query."""
+# Up to this many distinct rewards, one GROUP BY gives the summary and the histogram.
+DISTINCT_REWARDS_MAX = 1000
+Distribution = list[tuple[float | None, int, Any]]  # (reward, traces, latest updated_at)
+
+
+def reward_distribution(*, traces: QuerySet[Trace]) -> Distribution | None:
+    """How many traces have each reward, in one query; None when the rewards take too
+    many distinct values for that to be cheaper than aggregates."""
+    rows = list(
+        traces.order_by()
+        .values_list("reward")
+        .annotate(n=Count("id"), latest=Max("updated_at"))
+        .values_list("reward", "n", "latest")[: DISTINCT_REWARDS_MAX + 1]
+    )
+    return None if len(rows) > DISTINCT_REWARDS_MAX else rows
+
+
+def _summary_of(distribution: Distribution) -> RewardSummary:
+    rewarded = [(r, n) for r, n, _ in distribution if r is not None]
+    count = sum(n for _, n in rewarded)
+    latest = [at for _, _, at in distribution if at is not None]
+    return RewardSummary(
+        traces=sum(n for _, n, _ in distribution),
+        rewarded=count,
+        mean=(sum(r * n for r, n in rewarded) / count) if count else None,
+        lowest=min((r for r, _ in rewarded), default=None),
+        highest=max((r for r, _ in rewarded), default=None),
+        successes=sum(n for r, n in rewarded if SUCCESS <= r <= 2 - SUCCESS),
+        non_binary=sum(n for r, n in rewarded if r not in (0.0, 1.0)),
+        non_integer=sum(n for r, n in rewarded if r != math.floor(r)),
+        latest=max(latest, default=None),
+    )
+
+
+def reward_summary(
+    *, traces: QuerySet[Trace], distribution: Distribution | None = None
+) -> RewardSummary:
+    """Counts, mean, range and successes of the rewards of `traces`, in one query (none
+    when their `distribution` is given)."""
+    if distribution is not None:
+        return _summary_of(distribution)
     row = traces.aggregate(
         traces=Count("id"),
         rewarded=Count("reward"),
@@ -190,22 +229,44 @@ def _edges(summary: RewardSummary) -> tuple[str, list[tuple[str, float, float, b
     return "range", bins
 
 
-def reward_histogram(*, traces: QuerySet[Trace], summary: RewardSummary | None = None) -> Histogram:
+def _in_bin(reward: float, a: float, b: float, closed: bool) -> bool:
+    if a == b:
+        return reward == a
+    return a <= reward <= b if closed else a <= reward < b
+
+
+def reward_histogram(
+    *,
+    traces: QuerySet[Trace],
+    summary: RewardSummary | None = None,
+    distribution: Distribution | None = None,
+) -> Histogram:
     """Bars of the rewards of `traces`: 0 and 1 for 0/1 rewards, ten bins over [0, 1] for
     rewards within it, one bar per value for small integer scores, else ten equal bins
-    between the lowest and the highest reward. One query for all bins."""
-    summary = summary or reward_summary(traces=traces)
+    between the lowest and the highest reward. One query for all bins (none when the
+    rewards' `distribution` is given)."""
+    summary = summary or reward_summary(traces=traces, distribution=distribution)
     kind, edges = _edges(summary)
-    counts: dict[str, Any] = {}
-    for n, (_, a, b, closed) in enumerate(edges):
-        if a == b:
-            q = Q(reward=a)
-        elif closed:
-            q = Q(reward__gte=a, reward__lte=b)
-        else:
-            q = Q(reward__gte=a, reward__lt=b)
-        counts[f"bin{n}"] = Count("id", filter=q)
-    found = traces.aggregate(**counts) if counts else {}
+    if distribution is not None:
+        found = {
+            f"bin{n}": sum(
+                count
+                for reward, count, _ in distribution
+                if reward is not None and _in_bin(reward, a, b, closed)
+            )
+            for n, (_, a, b, closed) in enumerate(edges)
+        }
+    else:
+        counts: dict[str, Any] = {}
+        for n, (_, a, b, closed) in enumerate(edges):
+            if a == b:
+                q = Q(reward=a)
+            elif closed:
+                q = Q(reward__gte=a, reward__lte=b)
+            else:
+                q = Q(reward__gte=a, reward__lt=b)
+            counts[f"bin{n}"] = Count("id", filter=q)
+        found = traces.aggregate(**counts) if counts else {}
     bins = [
         Bin(label=label, low=a, high=b, count=found[f"bin{n}"], closed=closed)
         for n, (label, a, b, closed) in enumerate(edges)
