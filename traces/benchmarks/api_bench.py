@@ -43,7 +43,7 @@ import orjson
 from django.conf import settings
 from django.db import connection
 
-from traces.benchmarks.import_bench import Phase, _delete, _floor, _in_child
+from traces.benchmarks.import_bench import Phase, delete_organization_rows, floor_write, in_child
 from traces.benchmarks.synthetic import generate
 from traces.models import ApiKey, Block
 from traces.services.api_keys import api_key_create
@@ -591,7 +591,7 @@ def run(options: Mapping[str, Any], log: Callable[[str], None]) -> str:
                         name="benchmark api batch",
                     )
                     log("floor: orjson + bulk write of the same file ...")
-                    floor = _in_child("floor", lambda: _floor(batch_file, floor_dataset))
+                    floor = in_child("floor", lambda: floor_write(batch_file, floor_dataset))
                     api.close()  # idle past the server's keep-alive: the next call reconnects
                     log(f"stitched: writing and reading a {stitched_blocks}-block trace ...")
                     stitched = _stitched(api, stitched_file, stitched_blocks)
@@ -600,7 +600,7 @@ def run(options: Mapping[str, Any], log: Callable[[str], None]) -> str:
     finally:
         log("cleaning up ...")
         ApiKey.objects.filter(organization=organization).delete()
-        _delete(organization)
+        delete_organization_rows(organization)
     return _render(latency, batch, floor, stitched, workers, threads)
 
 

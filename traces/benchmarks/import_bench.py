@@ -30,7 +30,7 @@ from django.utils import timezone
 from traces import ids, jsontext
 from traces.benchmarks.synthetic import generate
 from traces.bulk import BLOCK_COLUMNS, TRACE_COLUMNS, adapt_datetime, insert_rows
-from traces.models import NO_SEQ, Block, Dataset, Organization, Trace
+from traces.models import NO_SEQ, ApiKey, Block, Dataset, Membership, Organization, Trace
 from traces.services.imports import FLUSH_ROWS, trace_import
 from traces.validation import reward_of
 
@@ -76,16 +76,16 @@ def run(options: Mapping[str, Any], log: Callable[[str], None]) -> str:
                 organization=organization, name=f"benchmark-floor-{tag}"
             )
             log("floor: orjson + bulk write ...")
-            floor = _in_child("floor", lambda: _floor(path, floor_dataset))
+            floor = in_child("floor", lambda: floor_write(path, floor_dataset))
             log("import: trace_import ...")
-            imported = _in_child("import", lambda: _import(path, organization, f"import-{tag}"))
+            imported = in_child("import", lambda: timed_import(path, organization, f"import-{tag}"))
         finally:
             log("cleaning up ...")
-            _delete(organization)
+            delete_organization_rows(organization)
     return _render(generated.traces, generated.bytes, imported, floor)
 
 
-def _import(path: Path, organization: Organization, dataset_name: str) -> int:
+def timed_import(path: Path, organization: Organization, dataset_name: str) -> int:
     with open(path, "rb") as stream:
         result = trace_import(
             organization=organization, dataset_name=dataset_name, files=[(path.name, stream)]
@@ -93,7 +93,7 @@ def _import(path: Path, organization: Organization, dataset_name: str) -> int:
     return result.blocks
 
 
-def _floor(path: Path, dataset: Dataset) -> int:
+def floor_write(path: Path, dataset: Dataset) -> int:
     """The same rows as the import writes, with the least work that makes them."""
     now = adapt_datetime(timezone.now())
     dumps, new_id = jsontext.dumps, ids.block_id
@@ -163,7 +163,7 @@ def _floor(path: Path, dataset: Dataset) -> int:
     return total
 
 
-def _in_child(name: str, work: Callable[[], int]) -> Phase:
+def in_child(name: str, work: Callable[[], int]) -> Phase:
     """Run `work` in a forked child; it reports (seconds, blocks, peak growth)."""
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
@@ -230,11 +230,11 @@ def _maxrss() -> int:
     return maxrss if sys.platform == "darwin" else maxrss * 1024
 
 
-def _delete(organization: Organization) -> None:
+def delete_organization_rows(organization: Organization) -> None:
     """Delete every row the benchmark wrote, with plain SQL (no row-by-row cascade)."""
     qn = connection.ops.quote_name
-    block, trace, dataset, org = (
-        qn(m._meta.db_table) for m in (Block, Trace, Dataset, Organization)
+    block, trace, dataset, org, key, member = (
+        qn(m._meta.db_table) for m in (Block, Trace, Dataset, Organization, ApiKey, Membership)
     )
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
@@ -242,7 +242,7 @@ def _delete(organization: Organization) -> None:
             f"(SELECT id FROM {trace} WHERE organization_id = %s)",
             [organization.pk],
         )
-        for table in (trace, dataset):
+        for table in (trace, dataset, key, member):
             cursor.execute(f"DELETE FROM {table} WHERE organization_id = %s", [organization.pk])
         cursor.execute(f"DELETE FROM {org} WHERE id = %s", [organization.pk])
 

@@ -59,7 +59,7 @@ def _corpus(rng: random.Random, size: int = 1 << 18) -> str:
     return "\n".join(parts)
 
 
-class _Writer:
+class EventWriter:
     def __init__(self, seed: int) -> None:
         self.rng = random.Random(seed)
         self.corpus = _corpus(self.rng)
@@ -129,7 +129,7 @@ class _Writer:
 
 def generate(path: Path, *, traces: int, seed: int = 20250101) -> Generated:
     """Write `traces` lines to `path`, one at a time (never the whole file in memory)."""
-    writer = _Writer(seed)
+    writer = EventWriter(seed)
     events = size = 0
     with open(path, "wb") as out:
         for index in range(traces):

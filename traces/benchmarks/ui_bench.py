@@ -50,8 +50,13 @@ from django.test import Client
 from django.urls import reverse
 
 from traces.benchmarks.api_bench import stitched_floor
-from traces.benchmarks.import_bench import _delete, _floor, _import, _in_child
-from traces.benchmarks.synthetic import _Writer
+from traces.benchmarks.import_bench import (
+    delete_organization_rows,
+    floor_write,
+    in_child,
+    timed_import,
+)
+from traces.benchmarks.synthetic import EventWriter
 from traces.models import Block, Dataset, Membership, Organization, Trace
 from traces.selectors.search import traces_matching
 from traces.selectors.stats import (
@@ -114,7 +119,7 @@ def write_long_trace(path: Path, *, blocks: int, payload_bytes: int, seed: int) 
     outputs. Outputs are large (2-200 KB) while the payloads are behind the target size,
     small (100 B-2 KB) otherwise, so that the total lands near it.
     """
-    writer = _Writer(seed)
+    writer = EventWriter(seed)
     rng = writer.rng
     per_block = payload_bytes / blocks
     events: list[dict[str, Any]] = []
@@ -186,7 +191,7 @@ def write_dataset(path: Path, *, traces: int, seed: int) -> tuple[int, int]:
     """`traces` JSONL lines of BLOCKS_PER_DATASET_TRACE blocks each: system prompt, task,
     two tool calls with their outputs, an answer and a follow-up. Returns (blocks, traces
     whose tool output holds NEEDLE)."""
-    writer = _Writer(seed)
+    writer = EventWriter(seed)
     rng = writer.rng
     prompts = [writer.text(200, 600) for _ in range(10)]
     tasks = max(1, traces // DATASET_TASKS_SHARE)
@@ -506,7 +511,7 @@ def _cleanup(organization: Organization, user, client: Client) -> None:
     client.logout()  # deletes its session
     Membership.objects.filter(user=user).delete()
     user.delete()
-    _delete(organization)
+    delete_organization_rows(organization)
 
 
 def run(options: Mapping[str, Any], log: Callable[[str], None]) -> str:
@@ -537,7 +542,9 @@ def run(options: Mapping[str, Any], log: Callable[[str], None]) -> str:
                 )
                 log(f"importing it ({generated / MB:.1f} MB of payloads) with trace_import ...")
                 name = f"benchmark-ui-trace-{n}"
-                phase = _in_child(f"import-{n}", lambda p=path, d=name: _import(p, organization, d))
+                phase = in_child(
+                    f"import-{n}", lambda p=path, d=name: timed_import(p, organization, d)
+                )
                 path.unlink()
                 trace = Trace.objects.get(organization=organization, dataset__name=name)
                 made.append((trace, phase.seconds))
@@ -553,7 +560,7 @@ def run(options: Mapping[str, Any], log: Callable[[str], None]) -> str:
             )
             dataset.refresh_from_db()
             log(f"writing its {blocks} blocks (orjson + bulk write, as the import) ...")
-            built = _in_child("dataset", lambda: _floor(path, dataset))
+            built = in_child("dataset", lambda: floor_write(path, dataset))
             path.unlink()
         log("VACUUM (ANALYZE) ...")
         vacuum_started = time.perf_counter()
