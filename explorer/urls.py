@@ -19,6 +19,7 @@ urlpatterns = [
     path("", datasets.datasets_page, name="datasets"),
     path("d/<str:dataset_id>/", dataset.dataset_page, name="dataset"),
     path("d/<str:dataset_id>/export", dataset.dataset_export, name="dataset-export"),
+    path("d/<str:dataset_id>/visibility", dataset.dataset_visibility, name="dataset-visibility"),
     path("upload/", upload.upload_page, name="upload"),
     path("keys/", keys.keys_page, name="api-keys"),
     path("keys/<str:key_id>/revoke", keys.key_revoke, name="api-key-revoke"),

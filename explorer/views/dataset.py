@@ -3,11 +3,13 @@ pass@k, and its traces (searchable, filterable, paginated); export as JSONL."""
 
 from typing import Any
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponseBadRequest, StreamingHttpResponse
+from django.http import Http404, HttpResponseBadRequest, HttpResponseRedirect, StreamingHttpResponse
 from django.shortcuts import render
+from django.urls import reverse
 from django.utils.cache import patch_vary_headers
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 
 from explorer import dataset_page as view_models
 from explorer.views.datasets import ago, wants_partial
@@ -21,6 +23,7 @@ from traces.selectors.stats import (
     reward_histogram,
     reward_summary,
 )
+from traces.services.datasets import dataset_update
 
 
 def _dataset_or_404(user, dataset_id: str) -> Dataset:
@@ -120,3 +123,19 @@ def dataset_export(request, dataset_id: str):
     filename = dataset_export_filename(dataset=dataset, fmt=fmt)
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
+
+
+@require_POST
+@login_required
+def dataset_visibility(request, dataset_id: str):
+    """Make a dataset public (readable by everyone signed in) or private again."""
+    dataset = _dataset_or_404(request.user, dataset_id)
+    if not can_annotate(user=request.user, organization=dataset.organization):
+        raise Http404("no such dataset")
+    public = request.POST.get("public")
+    if public not in ("0", "1"):
+        return HttpResponseBadRequest("public must be 0 or 1", content_type="text/plain")
+    dataset_update(dataset=dataset, is_public=public == "1")
+    state = "public: everyone signed in can read it" if public == "1" else "private"
+    messages.success(request, f"{dataset.name} is now {state}.")
+    return HttpResponseRedirect(reverse("dataset", args=[dataset.pk]))

@@ -348,3 +348,28 @@ def test_query_count_does_not_grow_with_the_traces(members_client, ui_org):
             assert members_client.get(url(dataset)).status_code == 200
         counts.append(len(queries))
     assert counts[0] == counts[1], counts
+
+
+def test_a_member_makes_a_dataset_public_and_others_then_see_it(
+    members_client, tasks_dataset, ui_rival
+):
+    outsider = client_for(user_in(ui_rival, "olga"))
+    assert outsider.get(url(tasks_dataset)).status_code == 404
+    visibility = f"/d/{tasks_dataset.pk}/visibility"
+    response = members_client.post(visibility, {"public": "1"})
+    assert response.status_code == 302 and response["Location"] == url(tasks_dataset)
+    tasks_dataset.refresh_from_db()
+    assert tasks_dataset.is_public
+    assert outsider.get(url(tasks_dataset)).status_code == 200
+    assert outsider.post(visibility, {"public": "0"}).status_code == 404  # reads, not owns
+    assert members_client.post(visibility, {"public": "yes"}).status_code == 400
+    members_client.post(visibility, {"public": "0"})
+    assert outsider.get(url(tasks_dataset)).status_code == 404
+
+
+def test_a_viewer_cannot_change_visibility(viewers_client, tasks_dataset):
+    assert (
+        viewers_client.post(f"/d/{tasks_dataset.pk}/visibility", {"public": "1"}).status_code == 404
+    )
+    tasks_dataset.refresh_from_db()
+    assert not tasks_dataset.is_public
