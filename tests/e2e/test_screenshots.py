@@ -71,6 +71,8 @@ def test_screenshots_of_the_dataset_and_trace_pages(browser, live_server, tmp_pa
         expect(page.locator(".accuracy-card .big-value").first).not_to_be_empty()
         expect(page.locator("svg.histogram")).to_be_visible()
         expect(page.locator(".trace-table tbody tr")).to_have_count(30)
+        # The rewards-per-task table loads right after the page.
+        expect(page.locator("#groups table.groups")).to_be_visible()
         shoot(page, out / "dataset.png")
 
         page.goto(f"{live_server.url}/t/{trace.pk}/")
