@@ -245,3 +245,18 @@ def test_it_gives_a_call_id_reused_after_its_answer_a_new_stored_id(org):
     second = Block.objects.get(sub_type="TOOL_RESULT", payload__contains="second")
     assert second.parent_id == calls[1].id
     assert orjson.dumps(trace_events(trace=Trace.objects.get())) == raw
+
+
+def test_a_large_import_refreshes_postgresql_statistics_before_its_commit(org, monkeypatch):
+    from django.db import connection
+
+    from traces.services import imports
+
+    if connection.vendor != "postgresql":
+        pytest.skip("statistics are PostgreSQL's concern: SQLite plans without them")
+    monkeypatch.setattr(imports, "ANALYZE_AFTER_BLOCKS", 1)
+    path = FIXTURES / "spec000_full_trace.json"
+    run(org, (path.name, path.open("rb")))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reltuples FROM pg_class WHERE relname = 'traces_block'")
+        assert cursor.fetchone()[0] >= 5  # ANALYZE counted this transaction's own rows
