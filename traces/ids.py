@@ -16,12 +16,13 @@ _last_ms = -1
 _last_random = 0
 
 
+# Two characters for every 10 bits: 13 lookups make the 26 characters of an id.
+_PAIRS = [a + b for a in _ALPHABET for b in _ALPHABET]
+_SHIFTS = range(120, -1, -10)
+
+
 def _encode(value: int) -> str:
-    chars = []
-    for _ in range(26):
-        chars.append(_ALPHABET[value & 31])
-        value >>= 5
-    return "".join(reversed(chars))
+    return "".join([_PAIRS[(value >> shift) & 1023] for shift in _SHIFTS])
 
 
 def new_id(prefix: str) -> str:
