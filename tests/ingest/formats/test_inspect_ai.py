@@ -6,7 +6,6 @@ from typing import Any
 import pytest
 
 from tests.ingest.formats.helpers import (
-    ALL_FIXTURES,
     DATA,
     FIXTURES,
     problems,
@@ -26,11 +25,6 @@ def read(data: bytes | dict[str, Any]) -> list[Any]:
 
 def fixture() -> dict[str, Any]:
     return json.loads(FIXTURE.read_text())
-
-
-@pytest.mark.parametrize("name", ALL_FIXTURES)
-def test_it_detects_only_its_own_fixture(name: str) -> None:
-    assert FORMAT.detect(sniff_of((FIXTURES / name).read_bytes())) is (name == "inspect_ai.json")
 
 
 def test_it_yields_one_trace_per_sample_with_first_score_as_reward() -> None:

@@ -6,7 +6,6 @@ from typing import Any
 import pytest
 
 from tests.ingest.formats.helpers import (
-    ALL_FIXTURES,
     DATA,
     FIXTURES,
     only_trace,
@@ -25,11 +24,6 @@ def read(data: bytes | dict[str, Any]) -> list[Any]:
 
 def fixture() -> dict[str, Any]:
     return json.loads(FIXTURE.read_text())
-
-
-@pytest.mark.parametrize("name", ALL_FIXTURES)
-def test_it_detects_only_its_own_fixture(name: str) -> None:
-    assert FORMAT.detect(sniff_of((FIXTURES / name).read_bytes())) is (name == "swe_agent.traj")
 
 
 def test_it_reads_history_as_the_events_verbatim() -> None:

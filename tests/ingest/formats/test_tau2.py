@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 
 from tests.ingest.formats.helpers import (
-    ALL_FIXTURES,
     DATA,
     FIXTURES,
     read_with,
@@ -23,11 +22,6 @@ FIXTURE = FIXTURES / "tau2.json"
 
 def read(data: bytes | dict[str, Any]) -> list[Any]:
     return read_with(FORMAT, data)
-
-
-@pytest.mark.parametrize("fixture", ALL_FIXTURES)
-def test_it_detects_only_its_own_fixture(fixture: str) -> None:
-    assert FORMAT.detect(sniff_of((FIXTURES / fixture).read_bytes())) is (fixture == "tau2.json")
 
 
 def test_it_needs_simulations_and_tasks_or_info() -> None:

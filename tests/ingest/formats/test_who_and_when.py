@@ -6,7 +6,6 @@ from typing import Any
 import pytest
 
 from tests.ingest.formats.helpers import (
-    ALL_FIXTURES,
     DATA,
     FIXTURES,
     only_trace,
@@ -43,11 +42,6 @@ ALGORITHM_GENERATED = {
     "mistake_reason": "The code failed to handle edge cases.",
     "system_prompt": {"Excel_Expert": "## Your role\n" + "x" * 3000, "Computer_terminal": "..."},
 }
-
-
-@pytest.mark.parametrize("name", ALL_FIXTURES)
-def test_it_detects_only_its_own_fixture(name: str) -> None:
-    assert FORMAT.detect(sniff_of((FIXTURES / name).read_bytes())) is (name == "who_and_when.json")
 
 
 def test_it_does_not_claim_a_file_with_a_trajectory() -> None:
