@@ -60,3 +60,14 @@ def test_it_deletes_a_trace_and_its_blocks(api):
     )
     assert api.delete(f"{BASE}/traces/{trace['id']}").status_code == 204
     assert api.get(f"{BASE}/traces/{trace['id']}").status_code == 404
+
+
+def test_the_metadata_filter_is_exact_so_pages_stay_full(api):
+    post_json(api, f"{BASE}/traces", {"metadata": {"nested": {"task_id": "t1"}}})
+    post_json(api, f"{BASE}/traces", {"metadata": {"task_id": 1}})
+    post_json(api, f"{BASE}/traces", {"metadata": {"task_id": "t1"}})
+    page = api.get(f"{BASE}/traces?metadata.task_id=t1&limit=1").json()
+    assert [t["metadata"] for t in page["traces"]] == [{"task_id": "t1"}]
+    assert page["next_cursor"] is None
+    numbers = api.get(f"{BASE}/traces?metadata.task_id=1").json()["traces"]
+    assert [t["metadata"] for t in numbers] == [{"task_id": 1}]

@@ -1,12 +1,11 @@
 """Reading datasets and traces for the API and the pages."""
 
-from typing import Any
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, QuerySet
 
-from traces import jsontext
 from traces.errors import NotFound, ValidationFailed
 from traces.models import Dataset, Organization, Trace
+from traces.selectors.stats import traces_with_metadata_value
 
 
 def dataset_list(*, organization: Organization, search: str = "") -> QuerySet[Dataset]:
@@ -41,24 +40,6 @@ def trace_get(*, organization: Organization, trace_id: str) -> Trace:
     return found
 
 
-def _metadata_filter(traces: QuerySet[Trace], key: str, value: str) -> QuerySet[Trace]:
-    """Candidates for metadata.<key> == value, found in the stored JSON text ("key":"value"
-    or a bare number or boolean); `_metadata_matches` then checks each exactly. Text, not
-    a JSON cast: PostgreSQL's jsonb refuses the \\u0000 that metadata may hold."""
-    key_json = jsontext.dumps(key)
-    candidates = [jsontext.dumps(value)]
-    try:
-        parsed = jsontext.loads(value)
-    except jsontext.JsonError:
-        parsed = None
-    if parsed is not None and not isinstance(parsed, str):
-        candidates.append(jsontext.dumps(parsed))
-    query = Q()
-    for candidate in candidates:
-        query |= Q(metadata__contains=f"{key_json}:{candidate}")
-    return traces.filter(query)
-
-
 def trace_list(
     *,
     organization: Organization,
@@ -77,7 +58,7 @@ def trace_list(
     if dataset is not None:
         traces = traces.filter(dataset=dataset)
     for key, value in (metadata or {}).items():
-        traces = _metadata_filter(traces, key, value)
+        traces = traces_with_metadata_value(traces=traces, key=key, value=value)
     if reward is not None:
         traces = traces.filter(reward=reward)
     if reward_min is not None:
@@ -89,18 +70,4 @@ def trace_list(
     page = list(traces.order_by("id")[: limit + 1])
     more = len(page) > limit
     page = page[:limit]
-    exact = [t for t in page if _metadata_matches(t.metadata, metadata or {})]
-    return exact, (page[-1].id if more else None)
-
-
-def _metadata_matches(found: Any, wanted: dict[str, str]) -> bool:
-    for key, value in wanted.items():
-        if not isinstance(found, dict) or key not in found:
-            return False
-        actual = found[key]
-        if isinstance(actual, str):
-            if actual != value:
-                return False
-        elif jsontext.dumps(actual) != value:
-            return False
-    return True
+    return page, (page[-1].id if more else None)
