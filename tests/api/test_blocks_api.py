@@ -131,3 +131,11 @@ def test_keys_order_and_nul_survive_the_api(api):
     tree = api.get(f"{BASE}/traces/{trace}/blocks.stitched")
     assert b'"arguments":{"z":"\\u0000","a":"' in tree.content
     assert tree.json()["messages"][0]["children"][0]["payload"] == call_payload
+
+
+def test_extra_that_is_not_an_object_is_refused(api):
+    trace = make_trace(api)
+    response = post_json(api, f"{BASE}/traces/{trace}/blocks", {**msg(), "extra": [1]})
+    assert response.status_code == 422
+    assert error_of(response)["details"] == {"field": "extra", "rule": "json_object"}
+    assert api.get(f"{BASE}/traces/{trace}/blocks").json()["blocks"] == []

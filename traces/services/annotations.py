@@ -15,7 +15,7 @@ from traces.models import Block, Trace
 from traces.validation import reward_of
 
 
-def _check_extra(extra: Any) -> dict[str, Any]:
+def check_extra(extra: Any) -> dict[str, Any]:
     if not isinstance(extra, dict):
         raise ValidationFailed(
             f"extra must be a JSON object, not a JSON {type(extra).__name__}",
@@ -42,7 +42,7 @@ def trace_reward(*, extra: Any, metadata: Any) -> float | None:
 
 def trace_extra_update(*, trace: Trace, extra: dict[str, Any]) -> Trace:
     """Replace the trace's `extra`; recompute its reward; bump `updated_at`."""
-    trace.extra = _check_extra(extra)
+    trace.extra = check_extra(extra)
     trace.reward = trace_reward(extra=trace.extra, metadata=trace.metadata)
     with transaction.atomic():
         trace.save(update_fields=["extra", "reward", "updated_at"])  # auto_now bumps it
@@ -51,7 +51,7 @@ def trace_extra_update(*, trace: Trace, extra: dict[str, Any]) -> Trace:
 
 def block_extra_update(*, block: Block, extra: dict[str, Any]) -> Block:
     """Replace the block's `extra`; bump its `updated_at` (and the trace's)."""
-    block.extra = _check_extra(extra)
+    block.extra = check_extra(extra)
     block.updated_at = timezone.now()
     with transaction.atomic():
         block.save(update_fields=["extra", "updated_at"])
@@ -64,7 +64,7 @@ def block_extra_patch(*, block: Block, patch: dict[str, Any]) -> Block:
     patching at once both keep their change."""
     from traces.validation import merge_patch
 
-    _check_extra(patch)
+    check_extra(patch)
     with transaction.atomic():
         locked = Block.objects.select_for_update().get(pk=block.pk)
         return block_extra_update(block=locked, extra=merge_patch(locked.extra, patch))

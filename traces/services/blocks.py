@@ -16,6 +16,7 @@ from traces.errors import (
     ValidationFailed,
 )
 from traces.models import Block, Trace
+from traces.services.annotations import check_extra
 from traces.validation import Context, Limits, ParentInfo, ValidBlock, validate_block
 
 BATCH_MAX = 1000
@@ -66,14 +67,6 @@ def _parent_of(trace: Trace, parent_block_id: Any) -> ParentInfo | None:
             {"field": "parent_block_id", "rule": "parent_exists"},
         )
     return ParentInfo(id=parent_block_id, sub_type=row[0], call_id=row[1])
-
-
-def _check_extra(extra: Any) -> dict[str, Any]:
-    if extra is None:
-        return {}
-    if not isinstance(extra, dict):
-        raise ValidationFailed("extra must be an object", {"field": "extra", "rule": "type"})
-    return extra
 
 
 def _touch(trace: Trace, added: int) -> None:
@@ -137,7 +130,7 @@ def _row_for(block: BlockInput, valid: ValidBlock, parent_id: str | None) -> _Ne
         payload=valid.payload,
         metadata=dict(valid.notes),
         raw=block.raw,
-        extra=_check_extra(block.extra),
+        extra={} if block.extra is None else check_extra(block.extra),
         call_id=valid.call_id,
         result_seq=valid.result_seq,
     )
