@@ -24,6 +24,7 @@ from traces.models import Trace
 from traces.policy import Action, allows
 from traces.rewards import reward_tone
 from traces.selectors.images import trace_image_types
+from traces.validation import reward_of
 
 CHUNK_ROWS = 150
 # A chunk also ends once its rendered payload passes this many characters, so that a
@@ -482,7 +483,8 @@ def reward_summary(trace: Trace) -> dict[str, str]:
     return {
         "reward_text": _number_text(reward),
         "reward_tone": reward_tone(reward),
-        "reward_source": "annotation" if extra.get("reward") is not None else "metadata",
+        # The column takes extra.reward only when it counts as a number (reward_of).
+        "reward_source": "annotation" if reward_of(extra.get("reward")) is not None else "metadata",
     }
 
 

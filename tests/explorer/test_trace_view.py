@@ -19,6 +19,7 @@ from tests.explorer.conftest import (
 )
 from traces.models import Block, Image, Organization, Trace
 from traces.services.imports import trace_import
+from traces.services.traces import trace_patch
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 
@@ -537,3 +538,14 @@ def test_markdown_can_be_read_as_plain_text(trace_client, imported_trace):
     assert f'hx-get="/t/{imported_trace.pk}/b/{system.pk}/full?as=text"' in html
     body = trace_client.get(f"/t/{imported_trace.pk}/b/{system.pk}/full?as=text", **HTMX)
     assert '<pre class="text as-text">Be **brief**.</pre>' in body.content.decode()
+
+
+def test_reward_shown_from_metadata_when_extra_reward_is_not_a_number(trace_client, imported_trace):
+    # A string in extra.reward is an annotation the reward column does not count: the
+    # number shown is the benchmark's metadata.reward, and the page must say so.
+    trace_patch(trace=imported_trace, extra={"reward": "great"})
+    html = trace_client.get(page_url(imported_trace)).content.decode()
+    assert "from metadata" in html and "from annotation" not in html
+    trace_patch(trace=imported_trace, extra={"reward": 0.5})
+    html = trace_client.get(page_url(imported_trace)).content.decode()
+    assert "from annotation" in html
