@@ -188,6 +188,16 @@ def test_text_search(tasks_dataset):
     assert traces_matching(traces=traces, text="  ").count() == 6
 
 
+def test_quoted_search_text_finds_what_it_finds_unquoted(tasks_dataset):
+    # Readers type quotes as in a web search; stored payloads are JSON text, so quotes
+    # kept in the pattern matched nothing on SQLite.
+    traces = tasks_dataset.traces.all()
+    assert traces_matching(traces=traces, text='"search_flights"').count() == 6
+    assert traces_matching(traces=traces, text=' "search_flights" ').count() == 6
+    assert traces_matching(traces=traces, text='"nothing-like-this"').count() == 0
+    assert traces_matching(traces=traces, text='""').count() == 6
+
+
 def test_annotated_filter(tasks_dataset):
     traces = list(tasks_dataset.traces.order_by("index"))
     trace_extra_update(trace=traces[0], extra={"note": "looked at it"})

@@ -43,9 +43,17 @@ def blocks_matching(*, text: str) -> QuerySet[Block]:
     return blocks.filter(payload__icontains=text)
 
 
+def _unquoted(text: str) -> str:
+    """The text inside the quotes a reader typed as in a web search ("nonstop"): the
+    payload is JSON text, in which a quote would only match an escaped one."""
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        return text[1:-1].strip()
+    return text
+
+
 def traces_matching(*, traces: QuerySet[Trace], text: str) -> QuerySet[Trace]:
     """The traces among `traces` with a block whose content matches `text`."""
-    text = text.strip()
+    text = _unquoted(text.strip())
     if not text:
         return traces
     if NUL in text:
