@@ -31,7 +31,7 @@ import orjson
 from django.db import connection, connections, transaction
 from django.utils import timezone
 
-from benchmarks.realruns import DEFAULT_DATA, Generated, generate_real
+from benchmarks.realruns import DEFAULT_DATA, Generated, generate_long_trace, generate_real
 from traces import ids, jsontext
 from traces.bulk import BLOCK_COLUMNS, TRACE_COLUMNS, adapt_datetime, insert_rows
 from traces.models import (
@@ -82,6 +82,10 @@ def add_arguments(parser: ArgumentParser) -> None:
     parser.add_argument(
         "--keep-file", type=Path, default=None, help="write the JSONL here, keep it"
     )
+    parser.add_argument(
+        "--long-trace-mb", type=float, default=10.0,
+        help="MB of the one long trace whose import memory is measured (default 10; 0: none)",
+    )  # fmt: skip
 
 
 def _input(options: Mapping[str, Any], tmp: str, log: Callable[[str], None]) -> Generated:
@@ -107,6 +111,7 @@ def run(options: Mapping[str, Any], log: Callable[[str], None]) -> str:
         path = generated.path
         log(f"{generated.bytes / MB:.1f} MB, {generated.traces} traces")
         tag = uuid.uuid4().hex[:12]
+        long_result: tuple[Generated, Phase] | None = None
         organization = Organization.objects.create(slug=f"benchmark-{tag}", name="benchmark")
         try:
             floor_dataset = Dataset.objects.create(
@@ -117,10 +122,21 @@ def run(options: Mapping[str, Any], log: Callable[[str], None]) -> str:
                 floor = in_child("floor", lambda: raw_floor(path, floor_dataset))
             log("import: trace_import ...")
             imported = in_child("import", lambda: timed_import(path, organization, f"import-{tag}"))
+            long_mb = options.get("long_trace_mb", 0.0) or 0.0
+            if long_mb > 0:
+                long = generate_long_trace(
+                    Path(tmp) / "long.jsonl", size_mb=long_mb,
+                    data=options.get("data") or DEFAULT_DATA,
+                )  # fmt: skip
+                log(f"long trace: one trace of {long.bytes / MB:.1f} MB ...")
+                long_phase = in_child(
+                    "long", lambda: timed_import(long.path, organization, f"long-{tag}")
+                )
+                long_result = (long, long_phase)
         finally:
             log("cleaning up ...")
             delete_organization_rows(organization)
-    return _render(generated, imported, floor)
+    return _render(generated, imported, floor, long_result)
 
 
 def timed_import(path: Path, organization: Organization, dataset_name: str) -> int:
@@ -344,7 +360,12 @@ def delete_organization_rows(organization: Organization) -> None:
         cursor.execute(f"DELETE FROM {org} WHERE id = %s", [organization.pk])
 
 
-def _render(generated: Generated, imported: Phase, floor: Phase) -> str:
+def _render(
+    generated: Generated,
+    imported: Phase,
+    floor: Phase,
+    long_result: tuple[Generated, Phase] | None = None,
+) -> str:
     ratio = imported.seconds / floor.seconds if floor.seconds else float("inf")
     vendor = connection.vendor
     bulk = "COPY (psycopg)" if vendor == "postgresql" else "one executemany in a transaction"
@@ -373,4 +394,14 @@ def _render(generated: Generated, imported: Phase, floor: Phase) -> str:
         f"peak memory growth: {memory:.0f} MB (target <= {memory_target:.0f} MB) "
         f"{'PASS' if memory <= memory_target else 'FAIL'}"
     )
+    if long_result is not None:
+        long, phase = long_result
+        size = long.bytes / MB
+        times = phase.peak_growth_mb / size if size else 0.0
+        lines.append(
+            f"long trace: one trace of {size:.1f} MB ({long.events} events) imported in "
+            f"{phase.seconds:.2f} s, peak memory growth {phase.peak_growth_mb:.0f} MB = "
+            f"{times:.1f}x the trace (target <= {MEMORY_PER_LARGEST_TRACE:.1f}x) "
+            f"{'PASS' if times <= MEMORY_PER_LARGEST_TRACE else 'FAIL'}"
+        )
     return "\n".join(lines)

@@ -109,3 +109,31 @@ def generate_real(path: Path, *, size_mb: float, data: Path = DEFAULT_DATA) -> G
             size += len(line)
             largest = max(largest, len(line))
     return Generated(path=path, traces=traces, events=events, bytes=size, largest_line=largest)
+
+
+def generate_long_trace(path: Path, *, size_mb: float, data: Path = DEFAULT_DATA) -> Generated:
+    """One trace of about `size_mb` MB: the real runs' messages one after the other, each
+    copy with fresh call ids (the shape of an agent that ran a long time, many events of
+    a few KB)."""
+    if not data.is_dir():
+        raise ValueError(f"{data} is absent: pass --data with a folder of tau2-bench runs")
+    runs = load_runs(data)
+    if not runs:
+        raise ValueError(f"{data} holds no tau2-bench simulation")
+    target = int(size_mb * MB)
+    parts: list[bytes] = []
+    size = events = n = 0
+    while size < target or not parts:
+        run = runs[n % len(runs)]
+        suffix = f"-c{n}".encode()
+        messages = run.messages
+        if run.ids is not None:
+            messages = run.ids.sub(lambda m, s=suffix: m[0][:-1] + s + b'"', messages)
+        parts.append(messages[1:-1])  # the events, without the array's brackets
+        size += len(messages)
+        events += run.events
+        n += 1
+    with open(path, "wb") as out:
+        out.write(b'{"messages":[' + b",".join(parts) + b'],"metadata":{"name":"long"}}\n')
+    total = path.stat().st_size
+    return Generated(path=path, traces=1, events=events, bytes=total, largest_line=total)

@@ -16,7 +16,7 @@ RUNS = FIXTURES / "tau2_runs"
 def test_import_benchmark_runs_at_a_tiny_size() -> None:
     out = StringIO()
     call_command(
-        "benchmark", "import", "--size-mb", "0.02", "--data", str(RUNS),
+        "benchmark", "import", "--size-mb", "0.02", "--data", str(RUNS), "--long-trace-mb", "0.01",
         stdout=out, stderr=StringIO(),
     )  # fmt: skip
     text = out.getvalue()
@@ -30,6 +30,10 @@ def test_import_benchmark_runs_at_a_tiny_size() -> None:
     assert re.search(r"^floor: orjson parse of every line \+ .* no index, constraint", text, re.M)
     assert re.search(r"^ratio import/floor: \d+\.\d\d \(target <= 2\.0\) (PASS|FAIL)$", text, re.M)
     assert re.search(r"^peak memory growth: \d+ MB \(target <= \d+ MB\) (PASS|FAIL)$", text, re.M)
+    assert re.search(
+        r"^long trace: one trace of [\d.]+ MB \(\d+ events\) .* = [\d.]+x the trace "
+        r"\(target <= 2\.0x\) (PASS|FAIL)$", text, re.M,
+    ), text  # fmt: skip
     assert not Dataset.objects.exists()
     assert not Trace.objects.exists()
     assert not Block.objects.exists()
