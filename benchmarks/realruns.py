@@ -17,17 +17,15 @@ from typing import Any
 import orjson
 from django.conf import settings
 
+from benchmarks import synthetic
+
 MB = 1_000_000
 DEFAULT_DATA = Path(settings.BASE_DIR).parent / "shared" / "data"
 
 
 @dataclass
-class Generated:
-    path: Path
-    traces: int
-    events: int
-    bytes: int
-    largest_line: int
+class Generated(synthetic.Generated):
+    largest_line: int = 0
 
 
 @dataclass
@@ -82,25 +80,34 @@ def load_runs(data: Path) -> list[_Run]:
     return runs
 
 
-def generate_real(path: Path, *, size_mb: float, data: Path = DEFAULT_DATA) -> Generated:
-    """Write copies of the real runs under `data` to `path` until it holds `size_mb` MB
-    (at least one trace), a line at a time."""
+def _runs_in(data: Path) -> list[_Run]:
     if not data.is_dir():
         raise ValueError(f"{data} is absent: pass --data with a folder of tau2-bench runs")
     runs = load_runs(data)
     if not runs:
         raise ValueError(f"{data} holds no tau2-bench simulation")
+    return runs
+
+
+def _renamed(run: _Run, copy: int) -> bytes:
+    """The run's messages with each quoted call id "call_x" as "call_x-c<copy>"."""
+    if run.ids is None:
+        return run.messages
+    suffix = f"-c{copy}".encode()
+    return run.ids.sub(lambda m: m[0][:-1] + suffix + b'"', run.messages)
+
+
+def generate_real(path: Path, *, size_mb: float, data: Path = DEFAULT_DATA) -> Generated:
+    """Write copies of the real runs under `data` to `path` until it holds `size_mb` MB
+    (at least one trace), a line at a time."""
+    runs = _runs_in(data)
     target = int(size_mb * MB)
     traces = events = size = largest = 0
     with open(path, "wb") as out:
         while size < target or not traces:
             copy = traces // len(runs)
             run = runs[traces % len(runs)]
-            suffix = f"-c{copy}".encode()
-            messages = run.messages
-            if run.ids is not None:
-                # A quoted id "call_x" becomes "call_x-c<copy>" wherever it appears.
-                messages = run.ids.sub(lambda m, s=suffix: m[0][:-1] + s + b'"', messages)
+            messages = _renamed(run, copy)
             metadata = {**run.metadata, "copy": copy, "name": f"{run.metadata['task_id']} c{copy}"}
             line = b'{"messages":' + messages + b',"metadata":' + orjson.dumps(metadata) + b"}\n"
             out.write(line)
@@ -115,20 +122,13 @@ def generate_long_trace(path: Path, *, size_mb: float, data: Path = DEFAULT_DATA
     """One trace of about `size_mb` MB: the real runs' messages one after the other, each
     copy with fresh call ids (the shape of an agent that ran a long time, many events of
     a few KB)."""
-    if not data.is_dir():
-        raise ValueError(f"{data} is absent: pass --data with a folder of tau2-bench runs")
-    runs = load_runs(data)
-    if not runs:
-        raise ValueError(f"{data} holds no tau2-bench simulation")
+    runs = _runs_in(data)
     target = int(size_mb * MB)
     parts: list[bytes] = []
     size = events = n = 0
     while size < target or not parts:
         run = runs[n % len(runs)]
-        suffix = f"-c{n}".encode()
-        messages = run.messages
-        if run.ids is not None:
-            messages = run.ids.sub(lambda m, s=suffix: m[0][:-1] + s + b'"', messages)
+        messages = _renamed(run, n)
         parts.append(messages[1:-1])  # the events, without the array's brackets
         size += len(messages)
         events += run.events
