@@ -11,15 +11,17 @@ from typing import Any
 from traces.errors import DuplicateCallId, TraceStoreError
 from traces.ingest.drafts import BlockDraft, ConvertedTrace, problem, problem_from_error
 from traces.ingest.images import extract_images
+from traces.jsontext import MAX_DEPTH
 from traces.validation import Context, Limits, ParentInfo, validate_block
 
 TOOL_ROLES = ("tool", "function", "ipython")
 
 
 class _Trace:
-    def __init__(self, location: dict[str, Any], limits: Limits) -> None:
+    def __init__(self, location: dict[str, Any], limits: Limits, depth_checked: bool) -> None:
         self.location = location
         self.limits = limits
+        self.depth_checked = depth_checked
         self.blocks: list[BlockDraft] = []
         self.images: dict[str, Any] = {}
         self.problems: list[dict[str, Any]] = []
@@ -58,6 +60,7 @@ class _Trace:
                 parent=parent_info,
                 limits=self.limits,
                 strict=False,
+                depth_checked=self.depth_checked,
             )
         except TraceStoreError as exc:
             found = problem_from_error(self.where(event_index), exc)
@@ -248,9 +251,19 @@ def _message(t: _Trace, event: dict[str, Any], i: int, raw: Any, content: Any) -
 
 
 def events_to_blocks(
-    events: list[Any], *, location: dict[str, Any], limits: Limits
+    events: list[Any],
+    *,
+    location: dict[str, Any],
+    limits: Limits,
+    images: bool = True,
+    depth: int | None = None,
 ) -> ConvertedTrace:
-    t = _Trace(location, limits)
+    """`images`: False when the caller knows that no event holds an inline image; `depth`:
+    how deeply the document the events come from nests, if known (TraceDraft)."""
+    # A payload holds a part of an event in one object: it nests less deeply than the
+    # document that holds the event in an array (tool arguments given as a string are
+    # parsed with their own limit).
+    t = _Trace(location, limits, depth_checked=depth is not None and depth <= MAX_DEPTH)
     if not events:
         t.problems.append(problem(location, "a trace needs at least one event", rule="non_empty"))
     for i, event in enumerate(events):
@@ -268,7 +281,7 @@ def events_to_blocks(
                 )
             )
             continue
-        raw = extract_images(event, t.images)
+        raw = extract_images(event, t.images) if images else event
         content = raw.get("content")
         if role in TOOL_ROLES or ("tool_call_id" in event and not event.get("tool_calls")):
             _tool_output(t, event, i, raw, content)

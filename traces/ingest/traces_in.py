@@ -9,8 +9,16 @@ def _is_blocks(items: list[Any]) -> bool:
     return bool(items) and isinstance(items[0], dict) and "sub_type" in items[0]
 
 
-def trace_from_value(value: Any, location: dict[str, Any]) -> TraceDraft | FormatProblem:
-    """An event array, a block array, or `{"messages"|"blocks": [...], "metadata": {...}}`."""
+def trace_from_value(
+    value: Any,
+    location: dict[str, Any],
+    *,
+    depth: int | None = None,
+    images_possible: bool = True,
+) -> TraceDraft | FormatProblem:
+    """An event array, a block array, or `{"messages"|"blocks": [...], "metadata": {...}}`.
+    `depth` and `images_possible`: what the caller knows of the bytes of `value`
+    (TraceDraft)."""
     metadata: dict[str, Any] = {}
     if isinstance(value, dict):
         items = value.get("messages", value.get("blocks"))
@@ -47,6 +55,7 @@ def trace_from_value(value: Any, location: dict[str, Any]) -> TraceDraft | Forma
             location,
         )
     name = metadata.get("name") if isinstance(metadata.get("name"), str) else ""
+    known = {"depth": depth, "images_possible": images_possible}
     if _is_blocks(items):
-        return TraceDraft(location=location, blocks=items, metadata=metadata, name=name)
-    return TraceDraft(location=location, events=items, metadata=metadata, name=name)
+        return TraceDraft(location=location, blocks=items, metadata=metadata, name=name, **known)
+    return TraceDraft(location=location, events=items, metadata=metadata, name=name, **known)

@@ -26,6 +26,11 @@ class TraceDraft:
     blocks: list[Any] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     name: str = ""
+    # What the adapter knows of the bytes it read the trace from, so that the importer
+    # can skip a walk of every value: how deeply the JSON document nests (every value of
+    # the draft nests at most that deep), and whether an inline image may be in it.
+    depth: int | None = None
+    images_possible: bool = True
 
 
 @dataclass

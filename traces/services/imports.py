@@ -194,6 +194,8 @@ def _unstorable(draft: TraceDraft) -> list[dict[str, Any]]:
         check_no_nul(_trace_name(draft), "name")
     except ValidationFailed as exc:
         found.append(problem_from_error(draft.location, exc))
+    if draft.depth is not None and draft.depth <= jsontext.MAX_DEPTH:
+        return found  # no value inside the document nests deeper than the document
     values = [(draft.location, "metadata", draft.metadata)]
     for n, event in enumerate(draft.events or []):
         values.append(({**draft.location, "event": n}, "event", event))
@@ -216,7 +218,13 @@ def _convert(draft: TraceDraft, limits: Limits) -> ConvertedTrace:
     if draft.blocks is not None:
         converted = blocks_to_drafts(draft.blocks, location=draft.location, limits=limits)
     else:
-        converted = events_to_blocks(draft.events or [], location=draft.location, limits=limits)
+        converted = events_to_blocks(
+            draft.events or [],
+            location=draft.location,
+            limits=limits,
+            images=draft.images_possible,
+            depth=draft.depth,
+        )
     try:
         check_rewards(draft.metadata, field_name="metadata")
     except ValidationFailed as exc:

@@ -16,6 +16,15 @@ from traces.ingest.types import DatasetMetadata, FormatProblem, Item, Sniff
 LONG_LINE = 4 << 20
 _LONG_LINE_BUFFER = 4 << 20  # ijson's reads in a long line (see types.PARSE_BUFFER)
 
+# An inline image (traces/ingest/images.py) starts with one of the first two; JSON can
+# only write those characters otherwise as `\/` or `\u00XX`. A line holding none of the
+# four holds no image, and the importer need not look for one in each value.
+_IMAGE_HINTS = (b"data:image", b"base64_img", b"\\/", b"\\u00")
+
+
+def images_possible(line: bytes) -> bool:
+    return any(hint in line for hint in _IMAGE_HINTS)
+
 
 def _parse_long_line(stream: BinaryIO, start: int) -> Any:
     """The JSON value of the line at `start`, parsed from the stream; leaves the stream
@@ -43,9 +52,10 @@ def _parse_long_line(stream: BinaryIO, start: int) -> Any:
     return value
 
 
-def _lines(stream: BinaryIO) -> Iterator[tuple[int, Any]]:
-    """(line number, its JSON value or the JsonError saying why it has none), for every
-    line that is not blank. A line is dropped once parsed, before the value is given."""
+def _lines(stream: BinaryIO) -> Iterator[tuple[int, Any, dict[str, Any]]]:
+    """(line number, its JSON value or the JsonError saying why it has none, what is known
+    of its bytes: TraceDraft's `depth` and `images_possible`), for every line that is not
+    blank. A line is dropped once parsed, before the value is given."""
     line_no = 0
     while True:
         start = stream.tell()
@@ -56,18 +66,20 @@ def _lines(stream: BinaryIO) -> Iterator[tuple[int, Any]]:
         if len(line) == LONG_LINE and not line.endswith(b"\n"):
             line = None
             try:
-                yield line_no, _parse_long_line(stream, start)
+                yield line_no, _parse_long_line(stream, start), {}
             except jsontext.JsonError as exc:
-                yield line_no, exc
+                yield line_no, exc, {}
             continue
         if line.isspace():  # isspace(): no stripped copy
             continue
+        known: dict[str, Any] = {}
         try:
-            value = jsontext.loads(line)
+            value, depth = jsontext.loads_with_depth(line)
+            known = {"depth": depth, "images_possible": images_possible(line)}
         except jsontext.JsonError as exc:
             value = exc
         line = None
-        yield line_no, value
+        yield line_no, value, known
         value = None
 
 
@@ -84,7 +96,7 @@ class JsonLines:
         trace_index = 0
         # Memory: a trace is dropped once the importer is done with it, before the next
         # line is read (a 40 MB line must not be held twice).
-        for line_no, value in _lines(stream):
+        for line_no, value, known in _lines(stream):
             where = {"line": line_no}
             if isinstance(value, jsontext.JsonError):
                 rule = "max_depth" if isinstance(value, jsontext.JsonTooDeep) else "json"
@@ -102,7 +114,8 @@ class JsonLines:
                 else:
                     yield DatasetMetadata(value["metadata"])
                 continue
-            trace, value = trace_from_value(value, {**where, "trace": trace_index}), None
+            trace = trace_from_value(value, {**where, "trace": trace_index}, **known)
+            value = None
             yield trace
             trace = None
             trace_index += 1
