@@ -124,7 +124,13 @@ AUTHENTICATION_BACKENDS = [
 # counted in the database, shared by every worker; a lockout ends after the cool-off.
 AXES_FAILURE_LIMIT = env_positive_int("LOGIN_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = timedelta(minutes=env_positive_int("LOGIN_LOCKOUT_MINUTES", 15))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+# Lock a username out from one address only (explorer/login_throttle.py); an address alone
+# at its own, higher limit.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_HANDLER = "explorer.login_throttle.PairThenAddressHandler"
+LOGIN_ADDRESS_FAILURE_LIMIT = env_positive_int(
+    "LOGIN_ADDRESS_FAILURE_LIMIT", 10 * AXES_FAILURE_LIMIT
+)
 AXES_LOCKOUT_CALLABLE = "explorer.login_throttle.locked_out"
 AXES_CLIENT_IP_CALLABLE = "explorer.login_throttle.client_address"
 # How many reverse proxies in front of the app append to X-Forwarded-For (unset: none).
