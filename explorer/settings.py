@@ -22,6 +22,15 @@ if not DEBUG and SECRET_KEY in ("", DEVELOPMENT_SECRET_KEY):
         'python -c "import secrets; print(secrets.token_urlsafe(50))"), '
         "or set DEBUG=1 on a development machine"
     )
+# Django's own rule for a weak key (check security.W009), enforced at start, not warned.
+if not DEBUG and (
+    len(SECRET_KEY) < 50 or len(set(SECRET_KEY)) < 5 or SECRET_KEY.startswith("django-insecure-")
+):
+    raise ImproperlyConfigured(
+        "SECRET_KEY is too weak: it needs at least 50 characters, 5 of them different, "
+        "and no 'django-insecure-' prefix (e.g. "
+        'python -c "import secrets; print(secrets.token_urlsafe(50))")'
+    )
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
 
 INSTALLED_APPS = [
