@@ -19,7 +19,7 @@ from explorer.access import actor, policy_errors
 from explorer.views.base import clean_url, htmx_target, render_page
 from traces.policy import Action, allows
 from traces.selectors.access import dataset_for
-from traces.selectors.datasets import dataset_export_filename, dataset_traces
+from traces.selectors.datasets import dataset_export_disposition, dataset_traces
 from traces.selectors.exports import EXPORT_FORMATS, dataset_export_lines
 from traces.selectors.stats import (
     reward_distribution,
@@ -109,8 +109,7 @@ def dataset_export(request, dataset_id: str):
     response = StreamingHttpResponse(
         dataset_export_lines(dataset=dataset, fmt=fmt), content_type="application/x-ndjson"
     )
-    filename = dataset_export_filename(dataset=dataset, fmt=fmt)
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    response["Content-Disposition"] = dataset_export_disposition(dataset=dataset, fmt=fmt)
     return response
 
 
