@@ -83,7 +83,11 @@ TEMPLATES = [
         "DIRS": [BASE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
-            "builtins": ["template_partials.templatetags.partials", "explorer.templatetags.ago"],
+            "builtins": [
+                "template_partials.templatetags.partials",
+                "explorer.templatetags.ago",
+                "explorer.templatetags.names",
+            ],
             "context_processors": [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",

@@ -457,7 +457,7 @@ def meta_items(metadata: Any) -> list[MetaItem]:
         text = value if isinstance(value, str) else jsontext.dumps(value)
         if len(text) > META_VALUE_CHARS:
             text = text[:META_VALUE_CHARS] + f"… ({size_label(len(text.encode()))} in all)"
-        items.append(MetaItem(str(key)[:200], visible_text(text), len(text) > 80))
+        items.append(MetaItem(visible_text(str(key)[:200]), visible_text(text), len(text) > 80))
     return items
 
 

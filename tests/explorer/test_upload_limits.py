@@ -77,3 +77,20 @@ def test_a_signed_in_upload_is_read(admin_user):
     body, content_type = multipart(1024 * 1024)
     status, _, read = serve("/upload/", body, content_type, HTTP_COOKIE=cookie)
     assert status == 403 and read > 0
+
+
+def test_signing_in_with_a_multipart_form_still_works(admin_user):
+    body = (
+        b"--b\r\nContent-Disposition: form-data; name=\"username\"\r\n\r\nadmin\r\n"
+        b"--b\r\nContent-Disposition: form-data; name=\"password\"\r\n\r\npassword\r\n--b--\r\n"
+    )
+    status, headers, read = serve(
+        "/accounts/login/", body, "multipart/form-data; boundary=b", REMOTE_ADDR="10.0.0.9"
+    )
+    assert status == 403 and read == len(body)  # read, then refused by CSRF (no token)
+
+
+def test_a_big_multipart_sign_in_is_not_read():
+    body, content_type = multipart(BODY_BYTES)
+    status, headers, read = serve("/accounts/login/", body, content_type)
+    assert status == 302 and read == 0
