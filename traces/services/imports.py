@@ -65,12 +65,16 @@ class _Problems:
         if len(self.items) < MAX_PROBLEMS:
             self.items.append(found)
 
+    @property
+    def full(self) -> bool:
+        """As many problems as are listed: the import reads no further (the rest of a file
+        of bad lines would only cost time)."""
+        return self.count >= MAX_PROBLEMS
+
     def final(self) -> list[dict[str, Any]]:
-        if self.count > len(self.items):
-            more = self.count - len(self.items)
-            self.items.append(
-                problem({}, f"{more} more problems not listed", rule="too_many_problems")
-            )
+        if self.full:
+            message = f"stopped after {MAX_PROBLEMS} problems: the rest of the upload was not read"
+            self.items.append(problem({}, message, rule="too_many_problems"))
         return self.items
 
 
@@ -336,6 +340,8 @@ def _import_file(
                 pos = stream.tell()
                 progress(pos - last_pos)
                 last_pos = pos
+            if problems.full:
+                return
     except RecursionError:
         problems.add(
             _with_file(problem({}, "JSON nested too deeply to import", rule="depth"), name)
@@ -385,6 +391,8 @@ def trace_import(
     spool = _Spool()
     try:
         for name, stream in files:
+            if problems.full:
+                break  # the later files are not read
             # Django's uploaded files split lines at a lone \r too; the file inside does not.
             stream = getattr(stream, "file", stream)
             _import_file(
