@@ -92,6 +92,8 @@ def _summary_context(request, dataset, all_traces) -> dict[str, Any]:
         "histogram": histogram,
         "chart": view_models.histogram_bars(histogram),
         "metadata_items": view_models.metadata_items(dataset.metadata),
+        "metadata_hidden": view_models.metadata_hidden(dataset.metadata),
+        "metadata_raw_url": reverse("api-dataset", args=[dataset.organization.slug, dataset.pk]),
         "can_upload": allows(actor(request), Action.WRITE, dataset),
         "can_manage": allows(actor(request), Action.MANAGE, dataset),
     }
