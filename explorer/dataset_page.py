@@ -26,6 +26,11 @@ from traces.validation import number_in_range
 PAGE_SIZE = 50
 FIRST_MESSAGE_CHARS = 120
 LONG_VALUE_CHARS = 100
+# The metadata panel shows the first keys, each value up to META_VALUE_CHARS characters;
+# the whole metadata is a link away (the /v1 resource), harden F3.
+META_PANEL_KEYS = 50
+META_VALUE_CHARS = 4_000
+META_KEY_CHARS = 200
 SORTS = {
     "index": ("index",),
     "-index": ("-index",),
@@ -173,16 +178,34 @@ def _format_value(value: Any) -> tuple[str, str]:
     return jsontext.dumps(value), "json"
 
 
+def _cut(text: str, limit: int) -> str:
+    return text[:limit] + "…" if len(text) > limit else text
+
+
 def metadata_items(metadata: Any, skip: tuple[str, ...] = ("accuracy",)) -> list[MetaItem]:
+    """The first META_PANEL_KEYS keys of the metadata, keys and values cut to a readable
+    length (with an ellipsis)."""
     if not isinstance(metadata, dict):
-        return [MetaItem("(metadata)", jsontext.dumps(metadata), "json", False)]
+        text = _cut(jsontext.dumps(metadata), META_VALUE_CHARS)
+        return [MetaItem("(metadata)", text, "json", len(text) > LONG_VALUE_CHARS)]
     items = []
     for key, value in metadata.items():
         if key in skip:
             continue
+        if len(items) == META_PANEL_KEYS:
+            break
         text, kind = _format_value(value)
-        items.append(MetaItem(key, text, kind, len(text) > LONG_VALUE_CHARS or "\n" in text))
+        text = _cut(text, META_VALUE_CHARS)
+        long = len(text) > LONG_VALUE_CHARS or "\n" in text
+        items.append(MetaItem(_cut(key, META_KEY_CHARS), text, kind, long))
     return items
+
+
+def metadata_hidden(metadata: Any, skip: tuple[str, ...] = ("accuracy",)) -> int:
+    """How many keys the panel does not show."""
+    if not isinstance(metadata, dict):
+        return 0
+    return max(0, len([k for k in metadata if k not in skip]) - META_PANEL_KEYS)
 
 
 def reported_accuracy(metadata: Any) -> tuple[float | None, Any]:
@@ -292,7 +315,7 @@ def groups_context(filters: Filters, all_traces) -> dict[str, Any]:
     if table is not None:
         for group in table.rows:
             href = None
-            if not group.missing:
+            if not group.missing and not group.cut:
                 href = "?" + urlencode({"meta": f"{key}={group.filter_value}", "group": key})
             cells = [*group.pass_at, *group.pass_hat] if show_pass else []
             rows.append(

@@ -22,6 +22,15 @@ if not DEBUG and SECRET_KEY in ("", DEVELOPMENT_SECRET_KEY):
         'python -c "import secrets; print(secrets.token_urlsafe(50))"), '
         "or set DEBUG=1 on a development machine"
     )
+# Django's own rule for a weak key (check security.W009), enforced at start, not warned.
+if not DEBUG and (
+    len(SECRET_KEY) < 50 or len(set(SECRET_KEY)) < 5 or SECRET_KEY.startswith("django-insecure-")
+):
+    raise ImproperlyConfigured(
+        "SECRET_KEY is too weak: it needs at least 50 characters, 5 of them different, "
+        "and no 'django-insecure-' prefix (e.g. "
+        'python -c "import secrets; print(secrets.token_urlsafe(50))")'
+    )
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
 
 INSTALLED_APPS = [
@@ -74,7 +83,11 @@ TEMPLATES = [
         "DIRS": [BASE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
-            "builtins": ["template_partials.templatetags.partials", "explorer.templatetags.ago"],
+            "builtins": [
+                "template_partials.templatetags.partials",
+                "explorer.templatetags.ago",
+                "explorer.templatetags.names",
+            ],
             "context_processors": [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
@@ -124,7 +137,13 @@ AUTHENTICATION_BACKENDS = [
 # counted in the database, shared by every worker; a lockout ends after the cool-off.
 AXES_FAILURE_LIMIT = env_positive_int("LOGIN_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = timedelta(minutes=env_positive_int("LOGIN_LOCKOUT_MINUTES", 15))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+# Lock a username out from one address only (explorer/login_throttle.py); an address alone
+# at its own, higher limit.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_HANDLER = "explorer.login_throttle.PairThenAddressHandler"
+LOGIN_ADDRESS_FAILURE_LIMIT = env_positive_int(
+    "LOGIN_ADDRESS_FAILURE_LIMIT", 10 * AXES_FAILURE_LIMIT
+)
 AXES_LOCKOUT_CALLABLE = "explorer.login_throttle.locked_out"
 AXES_CLIENT_IP_CALLABLE = "explorer.login_throttle.client_address"
 # How many reverse proxies in front of the app append to X-Forwarded-For (unset: none).

@@ -1,6 +1,7 @@
 """What a trace page shows, as view models: rows of the stitched tree with their
 blocks rendered safely and folded, chunked so that a long trace opens fast."""
 
+import itertools
 import math
 import re
 import zlib
@@ -36,6 +37,7 @@ CHUNK_BLOCKS = 500
 BLOCK_OVERHEAD = 1_400  # the HTML around one block's payload, roughly
 RAW_INLINE_CHARS = 1_500  # raw bigger than this is loaded on demand
 META_VALUE_CHARS = 4_000  # a trace metadata value shows at most this much
+META_PANEL_KEYS = 50  # ... and the panel its first keys (the rest: the /v1 resource)
 ROLE_CLASSES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
 ROLE_CLASSES.update({"tool": "tool", "function": "tool", "ipython": "tool"})
 
@@ -451,15 +453,27 @@ class MetaItem:
 
 
 def meta_items(metadata: Any) -> list[MetaItem]:
+    """The first META_PANEL_KEYS keys, values cut at META_VALUE_CHARS (harden F3: a trace
+    with thousands of keys made a page of megabytes); the rest is a link away."""
     if not isinstance(metadata, dict):
-        return [MetaItem("value", jsontext.dumps(metadata), True)] if metadata else []
+        if not metadata:
+            return []
+        text = jsontext.dumps(metadata)
+        if len(text) > META_VALUE_CHARS:
+            text = text[:META_VALUE_CHARS] + f"… ({size_label(len(text.encode()))} in all)"
+        return [MetaItem("value", visible_text(text), True)]
     items = []
-    for key, value in metadata.items():
+    for key, value in itertools.islice(metadata.items(), META_PANEL_KEYS):
         text = value if isinstance(value, str) else jsontext.dumps(value)
         if len(text) > META_VALUE_CHARS:
             text = text[:META_VALUE_CHARS] + f"… ({size_label(len(text.encode()))} in all)"
-        items.append(MetaItem(str(key)[:200], visible_text(text), len(text) > 80))
+        items.append(MetaItem(visible_text(str(key)[:200]), visible_text(text), len(text) > 80))
     return items
+
+
+def meta_hidden(metadata: Any) -> int:
+    """How many keys `meta_items` does not show."""
+    return max(0, len(metadata) - META_PANEL_KEYS) if isinstance(metadata, dict) else 0
 
 
 def trace_reward(trace: Trace, can_edit: bool, **more) -> RewardView:

@@ -234,12 +234,16 @@ READS = [
 
 
 def expected(case: Case, who: Who, public: bool) -> int | str:
-    """The status the rule gives: ok, 401 (API) or the sign-in page (pages) for nobody,
-    404 outside the organization unless it is a read of public data, 403 for a role too
-    low. A key is not a way into the pages: there it is nobody."""
+    """The status the rule gives: for nobody, a read of public data is ok (pages and API
+    alike: DESIGN.md, a public dataset is readable by anyone, signed in or not), another
+    API read is 404 as for an outsider, an API write 401, and a page the sign-in page; 404
+    outside the organization unless it is a read of public data, 403 for a role too low.
+    A key is not a way into the pages: there it is nobody."""
     if who.way == "none" or (who.way == "key" and not case.api):
         if case.api:
-            return 401
+            if case.method in UNSAFE:
+                return 401
+            return case.ok if public else 404
         return case.ok if case.anyone or (case.action == "read" and public) else SIGN_IN
     if case.action is None:
         return case.ok

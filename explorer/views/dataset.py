@@ -19,7 +19,7 @@ from explorer.access import actor, policy_errors
 from explorer.views.base import clean_url, htmx_target, render_page
 from traces.policy import Action, allows
 from traces.selectors.access import dataset_for
-from traces.selectors.datasets import dataset_export_filename, dataset_traces
+from traces.selectors.datasets import dataset_export_disposition, dataset_traces
 from traces.selectors.exports import EXPORT_FORMATS, dataset_export_lines
 from traces.selectors.stats import (
     reward_distribution,
@@ -92,6 +92,8 @@ def _summary_context(request, dataset, all_traces) -> dict[str, Any]:
         "histogram": histogram,
         "chart": view_models.histogram_bars(histogram),
         "metadata_items": view_models.metadata_items(dataset.metadata),
+        "metadata_hidden": view_models.metadata_hidden(dataset.metadata),
+        "metadata_raw_url": reverse("api-dataset", args=[dataset.organization.slug, dataset.pk]),
         "can_upload": allows(actor(request), Action.WRITE, dataset),
         "can_manage": allows(actor(request), Action.MANAGE, dataset),
     }
@@ -109,8 +111,7 @@ def dataset_export(request, dataset_id: str):
     response = StreamingHttpResponse(
         dataset_export_lines(dataset=dataset, fmt=fmt), content_type="application/x-ndjson"
     )
-    filename = dataset_export_filename(dataset=dataset, fmt=fmt)
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    response["Content-Disposition"] = dataset_export_disposition(dataset=dataset, fmt=fmt)
     return response
 
 

@@ -91,6 +91,8 @@ def trace_page(request, trace_id: str):
         "orphan_total": len(page.orphan_nodes(tree)),
         "meta_items": page.meta_items(trace.metadata),
         "extra_items": page.meta_items(trace.extra),
+        "meta_hidden": page.meta_hidden(trace.metadata) + page.meta_hidden(trace.extra),
+        "raw_url": reverse("api-trace", args=[trace.organization.slug, trace.pk]),
         "trace_reward": page.trace_reward(trace, renderer.can_edit),
         **page.reward_summary(trace),
         "can_edit": renderer.can_edit,

@@ -104,10 +104,26 @@ def test_create_api_key_refuses_an_unknown_role(db):
     assert not ApiKey.objects.exists()
 
 
-def test_nobody_signed_in_gets_401_even_for_public_data(api, org):
-    dataset = post_json(api, f"{BASE}/datasets", {"name": "open"}).json()
-    Dataset.objects.filter(pk=dataset["id"]).update(is_public=True)
-    response = APIClient().get(f"{BASE}/datasets/{dataset['id']}")
+def test_nobody_signed_in_reads_public_data_but_not_private_data_and_writes_nothing(api, org):
+    """DESIGN.md: a public dataset is readable by anyone, signed in or not (it used to
+    answer 401); anything else is 404 as for an outsider; a write is 401."""
+    shown = post_json(api, f"{BASE}/datasets", {"name": "open"}).json()
+    hidden = post_json(api, f"{BASE}/datasets", {"name": "closed"}).json()
+    trace = post_json(api, f"{BASE}/traces", {"dataset": shown["id"]}).json()
+    secret = post_json(api, f"{BASE}/traces", {"dataset": hidden["id"]}).json()
+    nobody = APIClient()
+    assert error_of(nobody.get(f"{BASE}/datasets"))["code"] == "NOT_FOUND"  # nothing public
+    Dataset.objects.filter(pk=shown["id"]).update(is_public=True)
+    response = nobody.get(f"{BASE}/datasets/{shown['id']}")
+    assert response.status_code == 200 and response.json()["name"] == "open"
+    assert [d["name"] for d in nobody.get(f"{BASE}/datasets").json()["datasets"]] == ["open"]
+    assert nobody.get(f"{BASE}/traces/{trace['id']}").status_code == 200
+    for path in (f"datasets/{hidden['id']}", f"traces/{secret['id']}"):
+        response = nobody.get(f"{BASE}/{path}")
+        assert response.status_code == 404 and error_of(response)["code"] == "NOT_FOUND"
+    whoami = nobody.get(f"{BASE}/whoami").json()
+    assert whoami == {"organization": "acme", "api_key": None, "user": None, "role": None}
+    response = post_json(nobody, f"{BASE}/traces", {"dataset": shown["id"]})
     assert response.status_code == 401 and error_of(response)["code"] == "UNAUTHENTICATED"
 
 

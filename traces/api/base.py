@@ -9,7 +9,7 @@ from traces.api import schema as _schema  # noqa: F401  (registers the auth sche
 from traces.api.auth import (
     BearerKeyAuthentication,
     CsrfSessionAuthentication,
-    IsAuthenticated,
+    SignedInToWrite,
     actor_of,
 )
 from traces.api.json import OrjsonParser, OrjsonRenderer
@@ -36,7 +36,7 @@ def largest_block_body() -> int:
 
 class OrgApi(APIView):
     authentication_classes = [BearerKeyAuthentication, CsrfSessionAuthentication]
-    permission_classes = [IsAuthenticated]
+    permission_classes = [SignedInToWrite]
     renderer_classes = [OrjsonRenderer]
     parser_classes = [OrjsonParser]
     # Bodies larger than this are refused from Content-Length, before they are read.

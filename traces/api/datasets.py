@@ -11,7 +11,7 @@ from traces.api.outputs import DatasetOut, dataset_out
 from traces.api.schema import errors
 from traces.errors import ValidationFailed
 from traces.policy import Action, only_public_in
-from traces.selectors.datasets import dataset_export_filename
+from traces.selectors.datasets import dataset_export_disposition
 from traces.selectors.exports import EXPORT_FORMATS, dataset_export_lines
 from traces.selectors.traces import dataset_get, dataset_list
 from traces.services.datasets import dataset_create, dataset_update
@@ -164,7 +164,5 @@ class DatasetExportApi(OrgApi):
         response = StreamingHttpResponse(
             dataset_export_lines(dataset=dataset, fmt=fmt), content_type="application/x-ndjson"
         )
-        response["Content-Disposition"] = (
-            f'attachment; filename="{dataset_export_filename(dataset=dataset, fmt=fmt)}"'
-        )
+        response["Content-Disposition"] = dataset_export_disposition(dataset=dataset, fmt=fmt)
         return response

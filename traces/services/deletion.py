@@ -5,7 +5,7 @@ a dataset of millions of blocks would hang. The parent keys are deferred, so
 blocks can go in one statement. An image goes with the last trace linked to it.
 """
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, QuerySet
 
 from traces.models import Block, Dataset, Image, Trace, TraceImage
@@ -13,13 +13,21 @@ from traces.models import Block, Dataset, Image, Trace, TraceImage
 
 def _delete_images_only_they_use(traces: QuerySet[Trace]) -> None:
     """The images linked to `traces` and to no other trace. Runs before the links go, and
-    asks for links to *other* traces, so that it needs no list of ids in Python."""
+    asks for links to *other* traces, so that it needs no list of ids in Python.
+
+    The images are locked first (FOR UPDATE, in ascending id order, as imports hold
+    them): an import that is linking one of them holds it until its commit, so the
+    delete waits, and the statement that follows (a new snapshot) sees the import's
+    link and keeps the image. Without the lock, an upload racing the delete linked a
+    deleted image and failed at its commit (harden F5)."""
     doomed = traces.values("id")
-    used_elsewhere = TraceImage.objects.filter(image=OuterRef("pk")).exclude(trace__in=doomed)
-    images = Image.objects.filter(
+    linked = Image.objects.filter(
         pk__in=TraceImage.objects.filter(trace__in=doomed).values("image_id")
-    ).exclude(Exists(used_elsewhere))
-    images._raw_delete(Image.objects.db)
+    )
+    if connection.vendor == "postgresql":
+        list(linked.order_by("pk").select_for_update().values_list("pk", flat=True))
+    used_elsewhere = TraceImage.objects.filter(image=OuterRef("pk")).exclude(trace__in=doomed)
+    linked.exclude(Exists(used_elsewhere))._raw_delete(Image.objects.db)
 
 
 def _delete_traces(traces: QuerySet[Trace]) -> int:

@@ -65,12 +65,16 @@ class _Problems:
         if len(self.items) < MAX_PROBLEMS:
             self.items.append(found)
 
+    @property
+    def full(self) -> bool:
+        """As many problems as are listed: the import reads no further (the rest of a file
+        of bad lines would only cost time)."""
+        return self.count >= MAX_PROBLEMS
+
     def final(self) -> list[dict[str, Any]]:
-        if self.count > len(self.items):
-            more = self.count - len(self.items)
-            self.items.append(
-                problem({}, f"{more} more problems not listed", rule="too_many_problems")
-            )
+        if self.full:
+            message = f"stopped after {MAX_PROBLEMS} problems: the rest of the upload was not read"
+            self.items.append(problem({}, message, rule="too_many_problems"))
         return self.items
 
 
@@ -141,7 +145,22 @@ class _Spool:
         _insert_in_chunks(TraceImage._meta.db_table, ("trace_id", "image_id"), links)
 
     def _write_images(self, organization_id: int) -> dict[str, int]:
-        """Each image once in the organization (one it already has is kept); their ids."""
+        """Each image once in the organization (one it already has is kept); their ids,
+        each image held (locked) until the commit, so that a delete of the last trace
+        that showed it cannot take it away under this import's links (see
+        traces/services/deletion.py). An image deleted between finding and holding it
+        is stored again."""
+        image_ids = self._store_images(organization_id, shas=None)
+        for _ in range(IMAGE_ATTEMPTS):
+            gone = _hold_images(image_ids)
+            if not gone:
+                return image_ids
+            image_ids.update(self._store_images(organization_id, shas=gone))
+        raise RuntimeError("the images of an import kept being deleted under it")
+
+    def _store_images(self, organization_id: int, *, shas: set[str] | None) -> dict[str, int]:
+        """Insert the spooled images (only `shas` if given) that the organization does
+        not have; the ids of all of them."""
         image_ids: dict[str, int] = {}
         chunk: list[Image] = []
         size = 0
@@ -155,6 +174,8 @@ class _Spool:
             chunk.clear()
 
         for sha, mime_type, data in self.images:
+            if shas is not None and sha not in shas:
+                continue
             chunk.append(
                 Image(
                     organization_id=organization_id, sha256=sha, mime_type=mime_type,
@@ -168,6 +189,30 @@ class _Spool:
         if chunk:
             flush()
         return image_ids
+
+
+# How often an import stores again images deleted under it before it gives up.
+IMAGE_ATTEMPTS = 5
+
+
+def _hold_images(image_ids: dict[str, int]) -> set[str]:
+    """Lock the images (FOR KEY SHARE: other imports may hold them too; a delete waits
+    for this transaction) in ascending id order, as deletes lock them; the shas of those
+    deleted meanwhile. SQLite runs one write transaction at a time: nothing to hold."""
+    if connection.vendor != "postgresql" or not image_ids:
+        return set()
+    by_id = {image_id: sha for sha, image_id in image_ids.items()}
+    ordered = sorted(by_id)
+    held: set[int] = set()
+    table = Image._meta.db_table
+    with connection.cursor() as cursor:
+        for start in range(0, len(ordered), FLUSH_ROWS):
+            cursor.execute(
+                f"SELECT id FROM {table} WHERE id = ANY(%s) ORDER BY id FOR KEY SHARE",
+                [ordered[start : start + FLUSH_ROWS]],
+            )
+            held.update(row[0] for row in cursor.fetchall())
+    return {by_id[i] for i in ordered if i not in held}
 
 
 def _insert_in_chunks(table: str, columns: tuple[str, ...], rows: Iterable[tuple]) -> None:
@@ -303,6 +348,8 @@ def _import_file(
                 pos = stream.tell()
                 progress(pos - last_pos)
                 last_pos = pos
+            if problems.full:
+                return
     except RecursionError:
         problems.add(
             _with_file(problem({}, "JSON nested too deeply to import", rule="depth"), name)
@@ -352,6 +399,8 @@ def trace_import(
     spool = _Spool()
     try:
         for name, stream in files:
+            if problems.full:
+                break  # the later files are not read
             # Django's uploaded files split lines at a lone \r too; the file inside does not.
             stream = getattr(stream, "file", stream)
             _import_file(

@@ -6,6 +6,7 @@ import pytest
 
 from explorer.render.context import Context
 from explorer.render.effort import (
+    JSON_PARSE_MAX_CHARS,
     JSON_RICH_MAX_CHARS,
     MARKDOWN_INLINE_MAX_CHARS,
     MARKDOWN_MAX_CHARS,
@@ -187,3 +188,66 @@ def test_a_permalink_to_the_last_call_of_a_long_turn_opens_beside_it(trace_clien
     assert f'id="{last.pk}"' in html
     assert "Row 2 continued: acts 2998–3000 of 3000" in html
     assert "done<" in html  # and the rows after it
+
+
+# --- Tool outputs that are JSON text (harden F1) ----------------------------------------
+
+# JSON text whose parsing allocates the most per character: about 0.4 µs a character to
+# parse and walk, so that one 2 MB output took 0.8 s of CPU before it was capped.
+def empty_lists(n_chars: int) -> str:
+    return "[" + "[]," * (n_chars // 3 - 1) + "[]]"
+
+
+def tool_turns(outputs: list[str]) -> list[dict]:
+    """A chat trace where each output answers a tool call of its own turn."""
+    events: list[dict] = []
+    for n, output in enumerate(outputs):
+        call = {"id": f"c{n}", "type": "function", "function": {"name": "run", "arguments": "{}"}}
+        events += [
+            {"role": "user", "content": f"step {n}"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{n}", "content": output},
+        ]
+    return events
+
+
+CRAFTED_JSON_TEXT_TRACES = {
+    "many big JSON-text outputs": [empty_lists(TOOL_RESULT_BYTES - 16)] * 6,
+    "many outputs just under the parse cap": [empty_lists(JSON_PARSE_MAX_CHARS - 3)] * 140,
+    "deeply nested JSON text": ["[" * 1000 + "]" * 1000, "[" * 250 + "]" * 250] * 60,
+    "a huge single line": [
+        '{"out": "' + "a" * (TOOL_RESULT_BYTES - 16) + '"}', "x" * (TOOL_RESULT_BYTES - 16),
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(CRAFTED_JSON_TEXT_TRACES))
+def test_a_page_of_crafted_json_text_outputs_renders_in_under_a_second_of_cpu(
+    name, org, trace_client
+):
+    trace = import_traces(org, "json-text", [tool_turns(CRAFTED_JSON_TEXT_TRACES[name])])[0]
+    warm_up(org, trace_client)
+    with cpu_limit(1.0, f"the trace page of {name}"):
+        response = trace_client.get(f"/t/{trace.pk}/")
+    assert response.status_code == 200
+    assert 'class="row"' in response.content.decode()
+
+
+def test_the_full_view_of_a_big_json_text_output_is_plain_text_in_under_a_second(
+    org, trace_client
+):
+    trace = import_traces(org, "json-full", [tool_turns([empty_lists(TOOL_RESULT_BYTES - 16)])])[0]
+    block = trace.blocks.get(sub_type="TOOL_RESULT")
+    warm_up(org, trace_client)
+    with cpu_limit(1.0, "the full view of a big JSON-text output"):
+        response = trace_client.get(f"/t/{trace.pk}/b/{block.pk}/full")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert '<pre class="text">[[],[],' in html and "JSON shown as text" in html
+
+
+def test_json_text_under_the_parse_cap_is_still_formatted(org, trace_client):
+    trace = import_traces(org, "json-small", [tool_turns(['{"ok": [1, 2]}'])])[0]
+    html = trace_client.get(f"/t/{trace.pk}/").content.decode()
+    assert '<span class="t">&quot;ok&quot;</span>' in html or '<span class="t">"ok"</span>' in html
