@@ -14,7 +14,6 @@ import orjson
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.test import Client
 from django.urls import reverse
 
 from tests.api.conftest import BASE, error_of
@@ -281,11 +280,8 @@ def test_tool_arguments_too_deep_to_keep_parsed_stay_the_string_the_model_wrote(
     assert "nested too deeply" in call.metadata["arguments_unparsed"]
 
 
-def test_the_upload_page_lists_the_problem(org):
-    user = get_user_model().objects.create_user("deep-uploader", password="pw")
-    Membership.objects.create(user=user, organization=org, role="member")
-    client = Client()
-    client.force_login(user)
+def test_the_upload_page_lists_the_problem(member_client):
+    client = member_client
     data = ('{"messages": [{"role": "user", "content": "hi"}], "metadata": '
             + deep_text(LIMIT + 1) + "}\n")  # fmt: skip
     response = client.post(
