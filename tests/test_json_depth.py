@@ -164,6 +164,7 @@ def service_ways(org):
     ]  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("depth", [LIMIT, *REFUSED])
 def test_every_service_keeps_the_limit_and_refuses_deeper_naming_the_field(org, depth):
     # The payload wraps the value in one more level.

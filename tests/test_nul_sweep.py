@@ -25,7 +25,8 @@ from tests.explorer.conftest import blocks_trace, import_traces
 from traces.models import ApiKey, Block, Image, Trace
 from traces.services.api_keys import api_key_create
 
-pytestmark = pytest.mark.django_db(transaction=False)
+# slow: sweeps every route with NUL in every place
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=False)]
 
 NUL = "\x00"
 METHODS = ("get", "post", "patch", "delete")

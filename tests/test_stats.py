@@ -219,6 +219,7 @@ def test_first_user_message_and_tools_in_one_query(org, django_assert_num_querie
     assert tools == {found[0].pk: ["a", "b"]}
 
 
+@pytest.mark.slow
 def test_dataset_stats_are_not_multiplied_by_memberships(org, rival_org):
     public = rewarded(rival_org, "public-one", [1, 0, 1])
     public.is_public = True

@@ -6,6 +6,8 @@ from django.core.management import call_command
 
 from traces.models import Block, Dataset, Organization, Trace
 
+pytestmark = pytest.mark.slow  # runs a benchmark
+
 
 @pytest.mark.django_db(transaction=True)
 def test_import_benchmark_runs_at_a_tiny_size() -> None:

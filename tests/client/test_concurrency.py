@@ -13,7 +13,8 @@ from traces.models import Block as BlockRow
 from traces.models import Trace as TraceRow
 from traces.services.api_keys import api_key_create
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# slow: threads against a live server
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 # races between database connections: PostgreSQL (SQLite serializes writers)
 postgres_only = pytest.mark.postgres

@@ -232,6 +232,7 @@ def long_trace(trace_importer) -> Trace:
     return trace_importer([events], dataset="long-trace")[0]
 
 
+@pytest.mark.slow
 def test_rows_come_in_chunks(member_client, long_trace):
     html = member_client.get(page_url(long_trace)).content.decode()
     page = parse(html)
@@ -484,6 +485,7 @@ def test_svg_is_never_inline(member_client, trace_importer):
 # --- Size ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_five_thousand_blocks_open_with_a_small_page(member_client, org):
     """5,000 blocks, about 20 MB of payloads: the first response stays well under 1.5 MB."""
     filler = "The quick brown fox jumps over the lazy dog. " * 90  # ~4 KB

@@ -19,6 +19,8 @@ from explorer.trace_page import CHUNK_BLOCKS
 from tests.explorer.conftest import import_traces
 from tests.explorer.pathological import cpu_limit, json_inputs, lexer_inputs, markdown_inputs
 
+pytestmark = pytest.mark.slow  # CPU budgets measured on the worst content
+
 CTX = Context(image_url=lambda sha: f"/t/tr_x/images/{sha}")
 TOOL_RESULT_BYTES = 2 * 1024 * 1024  # the largest payload a trace may hold
 
