@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run test lint format clean screenshots
+.PHONY: install run test test-fast lint format clean screenshots
 
 $(STAMP): pyproject.toml client/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,12 @@ test: install
 	DEBUG=1 $(PY) manage.py collectstatic --noinput --verbosity 0
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
+
+# The quick tests only, on both cores: no browser, slow or PostgreSQL-only test (markers in
+# pyproject.toml). Under 30 s on SQLite; `make test` still runs everything.
+test-fast: install
+	DEBUG=1 $(PY) manage.py collectstatic --noinput --verbosity 0
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 -m "not browser and not slow and not postgres"
 
 screenshots: install
 	UPDATE_SCREENSHOTS=1 $(PY) -m pytest tests/e2e/test_screenshots.py -q

@@ -5,7 +5,8 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# slow: migrates back and forth
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 SHA = "ab" * 32
 UNUSED = "cd" * 32

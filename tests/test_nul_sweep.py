@@ -14,18 +14,19 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.contrib.contenttypes.models import ContentType
 from django.http import QueryDict
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from drf_spectacular.generators import SchemaGenerator
 
+from tests.conftest import user_in
 from tests.explorer.conftest import blocks_trace, import_traces
-from traces.models import ApiKey, Block, Image, Membership, Trace
+from traces.models import ApiKey, Block, Image, Trace
 from traces.services.api_keys import api_key_create
 
-pytestmark = pytest.mark.django_db(transaction=False)
+# slow: sweeps every route with NUL in every place
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=False)]
 
 NUL = "\x00"
 METHODS = ("get", "post", "patch", "delete")
@@ -68,8 +69,7 @@ def _fill(whole: str, arguments: dict[str, str]) -> str:
 
 @pytest.fixture
 def world(org) -> dict[str, Any]:
-    user = get_user_model().objects.create_superuser("nul-admin", password="pw-nul-admin")
-    Membership.objects.create(user=user, organization=org, role="owner")
+    user = user_in(org, "nul-admin", "owner", is_staff=True, is_superuser=True)
     [trace] = import_traces(org, "nul-sweep", [blocks_trace()])
     image = Image.objects.get()
     created = api_key_create(organization=org, name="nul sweep", created_by=user)

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from rest_framework.test import APIClient
 
 from demo.generator import tiny_png
+from tests.conftest import organization, user_in
 from traces.models import ApiKey, Block, Dataset, Image, Membership, Organization, Trace
 from traces.services.api_keys import api_key_create
 from traces.services.imports import trace_import
@@ -112,15 +112,12 @@ class World:
 
 
 def build_world(public: bool) -> World:
-    acme = Organization.objects.create(slug="acme", name="Acme")
-    rival = Organization.objects.create(slug="rival", name="Rival")
+    acme, rival = organization("acme"), organization("rival")
     users, secrets = {}, {}
     for role in MAY:
-        users[role] = get_user_model().objects.create(username=role)
-        Membership.objects.create(user=users[role], organization=acme, role=role)
+        users[role] = user_in(acme, role, role)
         secrets[role] = api_key_create(organization=acme, name=f"{role} key", role=role).secret
-    users["outsider"] = get_user_model().objects.create(username="outsider")
-    Membership.objects.create(user=users["outsider"], organization=rival, role="owner")
+    users["outsider"] = user_in(rival, "outsider", "owner")
     secrets["outsider"] = api_key_create(organization=rival, role="owner").secret
     victim = api_key_create(organization=acme, name="victim").api_key
     data = json.dumps({"messages": EVENTS, "metadata": {"reward": 0}}).encode() + b"\n"

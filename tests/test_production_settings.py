@@ -21,6 +21,8 @@ from django.db import connection
 
 from benchmarks.api_bench import database_url
 
+pytestmark = pytest.mark.slow  # each test starts the server or a check in a subprocess
+
 ROOT = Path(__file__).resolve().parents[1]
 DEV_KEY = "dev-insecure-trace-explorer-key-set-SECRET_KEY-in-production"
 # README.md, "Production": what a deployment sets.

@@ -8,7 +8,8 @@ from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
 from tests.api.conftest import BASE, error_of, post_json
-from traces.models import ApiKey, Block, Dataset, Membership, Trace
+from tests.conftest import PASSWORD, user_in
+from traces.models import ApiKey, Block, Dataset, Trace
 from traces.services.api_keys import api_key_revoke
 
 
@@ -52,10 +53,9 @@ def test_last_use_of_a_key_is_recorded(api):
 
 
 def test_a_browser_session_of_a_member_works_and_needs_csrf(org):
-    user = User.objects.create_user("ann", password="pw")
-    Membership.objects.create(user=user, organization=org)
+    user_in(org, "ann")
     client = APIClient(enforce_csrf_checks=True)
-    client.login(username="ann", password="pw")
+    client.login(username="ann", password=PASSWORD)
     assert client.get(f"{BASE}/datasets").status_code == 200
     refused = client.post(f"{BASE}/datasets", {"name": "x"}, format="json")
     assert refused.status_code == 403
@@ -64,9 +64,9 @@ def test_a_browser_session_of_a_member_works_and_needs_csrf(org):
 
 
 def test_a_session_of_a_non_member_gets_404(org):
-    User.objects.create_user("bob", password="pw")
+    user_in(None, "bob")
     client = APIClient()
-    client.login(username="bob", password="pw")
+    client.login(username="bob", password=PASSWORD)
     assert error_of(client.get(f"{BASE}/datasets"))["code"] == "NOT_FOUND"
 
 
@@ -153,15 +153,13 @@ def test_an_outsider_reads_public_datasets_only_and_writes_nothing(way, api, oth
     assert Trace.objects.get(pk=trace["id"]).extra == {}
 
 
-def test_a_viewer_session_cannot_write_through_the_api(api, org):
+def test_a_viewer_session_cannot_write_through_the_api(api, viewer):
     """Issue 8: a viewer signed in with the browser session could create, patch and
     delete through /v1 (ten writes of ten). Every one is now 403 and changes nothing."""
     dataset = post_json(api, f"{BASE}/datasets", {"name": "runs"}).json()
     trace = post_json(api, f"{BASE}/traces", {"dataset": dataset["id"]}).json()
     message = {"sub_type": "MESSAGE", "payload": {"role": "user", "content": "hi"}}
     block = post_json(api, f"{BASE}/traces/{trace['id']}/blocks", message).json()
-    viewer = User.objects.create(username="vic")
-    Membership.objects.create(user=viewer, organization=org, role="viewer")
     client = APIClient()
     client.force_login(viewer)
     ds, tr = f"{BASE}/datasets/{dataset['id']}", f"{BASE}/traces/{trace['id']}"

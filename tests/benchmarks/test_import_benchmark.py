@@ -11,6 +11,8 @@ from traces.models import Block, Dataset, Organization, Trace
 
 RUNS = FIXTURES / "tau2_runs"
 
+pytestmark = pytest.mark.slow  # runs a benchmark
+
 
 @pytest.mark.django_db(transaction=True)
 def test_import_benchmark_runs_at_a_tiny_size() -> None:

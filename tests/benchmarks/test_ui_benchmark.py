@@ -9,6 +9,8 @@ from django.db import connection
 
 from traces.models import Block, Dataset, Membership, Organization, Trace
 
+pytestmark = pytest.mark.slow  # runs a benchmark
+
 VERDICT = r"\(target <= {target}\) (PASS|FAIL)$"
 
 

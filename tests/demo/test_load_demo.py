@@ -9,7 +9,7 @@ from django.core.management import call_command
 from demo import generator as demo
 from traces.models import Block, Dataset, Image, Membership, SubType, Trace
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.slow, pytest.mark.django_db]  # slow: generates the whole demo
 
 EXPECTED = {"demo-airline-agent": 30, "demo-swe-agent": 6, "demo-multi-agent": 3}
 

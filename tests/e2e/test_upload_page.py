@@ -34,7 +34,7 @@ def broken(tmp_path):
 
 @pytest.fixture
 def upload_page(page: Page, live_server, member, sign_in) -> Page:
-    sign_in(page, "alice")
+    sign_in(page, member.username)
     page.goto(f"{live_server.url}/upload/")
     return page
 

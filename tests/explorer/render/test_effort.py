@@ -20,6 +20,8 @@ from explorer.trace_page import CHUNK_BLOCKS
 from tests.explorer.conftest import import_traces
 from tests.explorer.pathological import cpu_limit, json_inputs, lexer_inputs, markdown_inputs
 
+pytestmark = pytest.mark.slow  # CPU budgets measured on the worst content
+
 CTX = Context(image_url=lambda sha: f"/t/tr_x/images/{sha}")
 TOOL_RESULT_BYTES = 2 * 1024 * 1024  # the largest payload a trace may hold
 
@@ -109,18 +111,18 @@ def warm_up(org, client) -> None:
     assert client.get(f"/t/{trace.pk}/").status_code == 200
 
 
-def test_a_page_of_the_worst_content_renders_in_under_a_second_of_cpu(org, trace_client):
+def test_a_page_of_the_worst_content_renders_in_under_a_second_of_cpu(org, member_client):
     trace = import_traces(org, "worst", [worst_trace()])[0]
-    warm_up(org, trace_client)
+    warm_up(org, member_client)
     with cpu_limit(1.0, "the trace page"):
-        response = trace_client.get(f"/t/{trace.pk}/")
+        response = member_client.get(f"/t/{trace.pk}/")
     assert response.status_code == 200
     html = response.content.decode()
     assert 'class="row"' in html and 'class="more-rows"' in html
 
 
 def test_the_full_view_of_the_largest_crafted_block_renders_in_under_a_second(
-    org, trace_client
+    org, member_client
 ):
     text = dict(markdown_inputs(60_000))["paragraphs of brackets"]  # the 64 KB limit
     output = dict(json_inputs(TOOL_RESULT_BYTES // 2))["quotes"]
@@ -137,10 +139,10 @@ def test_the_full_view_of_the_largest_crafted_block_renders_in_under_a_second(
         {"role": "tool", "tool_call_id": "d", "content": "\u202e" * (TOOL_RESULT_BYTES // 3)},
     ]  # fmt: skip
     trace = import_traces(org, "worst-full", [events])[0]
-    warm_up(org, trace_client)
+    warm_up(org, member_client)
     for block in trace.blocks.filter(sub_type__in=["MESSAGE", "TOOL_RESULT"]):
         with cpu_limit(1.0, f"the full view of a {block.sub_type}"):
-            response = trace_client.get(f"/t/{trace.pk}/b/{block.pk}/full")
+            response = member_client.get(f"/t/{trace.pk}/b/{block.pk}/full")
         assert response.status_code == 200
 
 
@@ -160,10 +162,10 @@ def busy_turn(org):
     return import_traces(org, "busy", [events])[0]
 
 
-def test_a_turn_of_thousands_of_tool_calls_opens_in_under_a_second(org, trace_client, busy_turn):
-    warm_up(org, trace_client)
+def test_a_turn_of_thousands_of_tool_calls_opens_in_under_a_second(org, member_client, busy_turn):
+    warm_up(org, member_client)
     with cpu_limit(1.0, "the trace page"):
-        response = trace_client.get(f"/t/{busy_turn.pk}/")
+        response = member_client.get(f"/t/{busy_turn.pk}/")
     html = response.content.decode()
     first = html.count('class="cell cell-act"')
     assert 0 < first <= CHUNK_BLOCKS // 2
@@ -173,17 +175,17 @@ def test_a_turn_of_thousands_of_tool_calls_opens_in_under_a_second(org, trace_cl
     assert f'href="/t/{busy_turn.pk}/?after=1&amp;acts={first}#row-1-{first}"' in html
 
     with cpu_limit(1.0, "the next chunk"):
-        chunk = trace_client.get(more.replace("&amp;", "&"), HTTP_HX_REQUEST="true")
+        chunk = member_client.get(more.replace("&amp;", "&"), HTTP_HX_REQUEST="true")
     body = chunk.content.decode()
     assert f'<div class="row" id="row-1-{first}">' in body
     assert f"Row 2 continued: acts {first + 1}–" in body
     assert body.count('class="cell cell-act"') > 0 and "call_0<" not in body
 
 
-def test_a_permalink_to_the_last_call_of_a_long_turn_opens_beside_it(trace_client, busy_turn):
+def test_a_permalink_to_the_last_call_of_a_long_turn_opens_beside_it(member_client, busy_turn):
     last = busy_turn.blocks.get(sub_type="TOOL_CALL", call_id="call_2999")
     with cpu_limit(1.0, "the page around a block"):
-        response = trace_client.get(f"/t/{busy_turn.pk}/?focus={last.pk}")
+        response = member_client.get(f"/t/{busy_turn.pk}/?focus={last.pk}")
     html = response.content.decode()
     assert f'id="{last.pk}"' in html
     assert "Row 2 continued: acts 2998–3000 of 3000" in html
