@@ -7,6 +7,7 @@ one test file in tests/ingest/formats/.
 from traces.ingest.formats import (
     inspect_ai,
     json_array,
+    json_object,
     jsonl,
     swe_agent,
     tau2,
@@ -21,6 +22,7 @@ FORMATS: list[Format] = [
     toolbench.FORMAT,
     inspect_ai.FORMAT,
     who_and_when.FORMAT,
+    json_object.FORMAT,
     jsonl.FORMAT,
     json_array.FORMAT,
 ]

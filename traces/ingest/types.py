@@ -65,6 +65,8 @@ class Sniff:
     top_keys: frozenset[str]
     # More than one top-level JSON value: JSON Lines.
     multiple: bool = False
+    # A zip archive (Inspect's .eval): the names of its members; None for a JSON file.
+    zip_names: frozenset[str] | None = None
 
 
 Item = TraceDraft | DatasetMetadata | FormatProblem
@@ -75,6 +77,9 @@ class Format(Protocol):
     FormatProblem so that reading goes on and every problem is reported."""
 
     name: str
+    # One line on how a file of this format is recognised, for the refusal of a file that
+    # is none of them.
+    recognised_by: str
 
     def detect(self, sniff: Sniff) -> bool: ...
 

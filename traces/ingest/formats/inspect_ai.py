@@ -117,6 +117,7 @@ def _trace(sample: Any, index: int) -> TraceDraft | FormatProblem:
 
 class InspectAI:
     name = "inspect-ai"
+    recognised_by = "an object with `eval` and `samples` (Inspect JSON log)"
 
     def detect(self, sniff: Sniff) -> bool:
         return sniff.first_char == "{" and {"eval", "samples"} <= sniff.top_keys

@@ -18,6 +18,10 @@ def _is_single_trace(first: Any) -> bool:
 
 class JsonArray:
     name = "json-array"
+    recognised_by = (
+        "a JSON array: one chat trace (events with `role`), a spec/004 block array "
+        "(items with `sub_type`), or an array of traces"
+    )
 
     def detect(self, sniff: Sniff) -> bool:
         return sniff.first_char == "[" and not sniff.multiple

@@ -61,6 +61,10 @@ def _metadata(data: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
 
 class SweAgent(WholeJsonFile):
     name = "swe-agent"
+    recognised_by = (
+        "an object with `history` and/or `trajectory` beside `info`, `environment` or "
+        "`replay_config` (SWE-agent .traj, old and function-calling)"
+    )
 
     def detect(self, sniff: Sniff) -> bool:
         return sniff.first_char == "{" and {"trajectory", "history"} <= sniff.top_keys

@@ -18,6 +18,9 @@ KEPT = ("query", "final_answer", "finish_type", "query_count", "total_tokens", "
 
 class ToolBench(WholeJsonFile):
     name = "toolbench"
+    recognised_by = (
+        "an object with `answer_generation` (ToolBench answers; failed runs from `tree`)"
+    )
 
     def detect(self, sniff: Sniff) -> bool:
         return sniff.first_char == "{" and "answer_generation" in sniff.top_keys

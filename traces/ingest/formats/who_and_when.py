@@ -25,6 +25,7 @@ def _reward(log: dict[str, Any]) -> float | int | None:
 
 class WhoAndWhen(WholeJsonFile):
     name = "who-and-when"
+    recognised_by = "an object with `history` and `question` or `mistake_agent` (Who&When logs)"
 
     def detect(self, sniff: Sniff) -> bool:
         keys = sniff.top_keys
