@@ -337,7 +337,7 @@ def trace_import(
     Raises ImportFailed with every problem found; then nothing is written.
     """
     started = time.perf_counter()
-    limits = limits or Limits.from_settings()
+    limits = limits or Limits.for_import()
     dataset_name = dataset_name_check(dataset_name)
     problems = _Problems()
     formats: dict[str, str] = {}
