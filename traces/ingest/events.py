@@ -29,6 +29,9 @@ class _Trace:
         self.current: dict[str, str] = {}
         # Stored call ids without an output yet, in call order (a dict: O(1) removal).
         self.unanswered: dict[str, None] = {}
+        # Stored call ids of the most recent turn that made calls, in call order: an output
+        # without an id answers the earliest unanswered one of them (DESIGN.md).
+        self.turn_calls: list[str] = []
         # The id as the file wrote it -> the next `#n` suffix to try when it is reused,
         # so that k reuses of one id cost O(k), not O(k^2).
         self.next_suffix: dict[str, int] = {}
@@ -153,19 +156,21 @@ def _result_targets(t: _Trace, event: dict[str, Any], i: int) -> list[str] | Non
             return None
     if wanted:
         return [t.current[call_id] for call_id in wanted]
-    # No link: the earliest unanswered call (by name first for legacy role `function`).
+    # No link: the earliest unanswered call of the most recent turn that made calls (by
+    # name first for legacy role `function`), so that parallel calls are answered in
+    # order and a call of an earlier turn that never got an output stays unanswered.
+    waiting = [call_id for call_id in t.turn_calls if call_id in t.unanswered]
     name = event.get("name")
-    for call_id in t.unanswered:
-        if event.get("role") == "function" and name:
-            if t.blocks[t.calls[call_id]].payload.get("name") != name:
-                continue
-        return [call_id]
-    if t.unanswered:
-        return [next(iter(t.unanswered))]
+    if event.get("role") == "function" and name:
+        named = [c for c in waiting if t.blocks[t.calls[c]].payload.get("name") == name]
+        waiting = named or waiting
+    if waiting:
+        return [waiting[0]]
     t.problems.append(
         problem(
             t.where(i),
-            "tool output without a call id, and no earlier tool call is left unanswered",
+            "tool output without a call id, and every call of the most recent turn that "
+            "made calls is answered",
             rule="unanswered_output",
             field_name="role",
         )
@@ -210,6 +215,8 @@ def _message(t: _Trace, event: dict[str, Any], i: int, raw: Any, content: Any) -
         parent = t.add(i, "MESSAGE", payload, None, raw)
     if parent is None:
         return
+    if calls:
+        t.turn_calls = []
     for text in thoughts:
         t.add(i, "THINK", {"text": text}, parent, None)
     for j, (call_id, name, arguments, given) in enumerate(calls):
@@ -245,6 +252,7 @@ def _message(t: _Trace, event: dict[str, Any], i: int, raw: Any, content: Any) -
             t.calls[call_id] = index
             t.current[written] = call_id
             t.unanswered[call_id] = None
+            t.turn_calls.append(call_id)
 
 
 def events_to_blocks(
