@@ -80,7 +80,7 @@ def test_a_zip_that_is_not_an_inspect_log_says_so_and_lists_the_formats(org):
     assert found["rule"] == "format"
     assert found["message"].startswith("a zip archive that is not an Inspect .eval log")
     assert "notes.txt" in found["message"]
-    for line in ("- inspect-ai: ", "- swe-agent: ", "- trace-object: ", "- jsonl: "):
+    for line in ("- inspect-eval: ", "- swe-agent: ", "- trace-object: ", "- jsonl: "):
         assert line in found["message"]
 
 

@@ -6,6 +6,7 @@ one test file in tests/ingest/formats/.
 
 from traces.ingest.formats import (
     inspect_ai,
+    inspect_eval,
     json_array,
     json_object,
     jsonl,
@@ -21,6 +22,7 @@ FORMATS: list[Format] = [
     swe_agent.FORMAT,
     toolbench.FORMAT,
     inspect_ai.FORMAT,
+    inspect_eval.FORMAT,
     who_and_when.FORMAT,
     json_object.FORMAT,
     jsonl.FORMAT,
