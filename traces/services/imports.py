@@ -28,6 +28,7 @@ from traces.ingest.blocks import blocks_to_drafts
 from traces.ingest.detect import detect
 from traces.ingest.drafts import ConvertedTrace, problem, problem_from_error
 from traces.ingest.events import events_to_blocks
+from traces.ingest.failure import mark_failure
 from traces.ingest.types import DatasetMetadata, FormatProblem, TraceDraft
 from traces.models import Block, Dataset, Image, Organization, Trace, TraceImage
 from traces.services.annotations import trace_reward
@@ -98,6 +99,7 @@ class _Spool:
         spooled do not matter then: a problem means nothing is written)."""
         trace_id = ids.trace_id()
         block_ids = [ids.block_id() for _ in converted.blocks]
+        mark_failure(draft.metadata, converted, block_ids)
         dumps, now = self.blocks.json, self.stamp
         for n, b in enumerate(converted.blocks):
             payload = dumps(b.payload)
