@@ -178,16 +178,27 @@ def _result_targets(t: _Trace, event: dict[str, Any], i: int) -> list[str] | Non
     return None
 
 
+def is_tool_error(event: dict[str, Any]) -> bool:
+    """Whether a tool output says the tool failed: Inspect's `error` object, tau2's
+    `error: true`, a tool message flagged `is_error` (Anthropic's tool_result, MCP) or
+    with `status: "error"`."""
+    error = event.get("error")
+    if error is True or (isinstance(error, dict | str) and error):
+        return True
+    return event.get("is_error") is True or event.get("status") == "error"
+
+
 def _tool_output(t: _Trace, event: dict[str, Any], i: int, raw: Any, content: Any) -> None:
     targets = _result_targets(t, event, i)
     if targets is None:
         return
+    failed = is_tool_error(event)
     for n, call_id in enumerate(targets):
         # A second output for the same call is kept as a second result: results without
         # seq are legal several times under one call (spec/004).
         t.unanswered.pop(call_id, None)
         payload = {"call_id": call_id, "output": content}
-        t.add(
+        index = t.add(
             i,
             "TOOL_RESULT",
             payload,
@@ -195,6 +206,8 @@ def _tool_output(t: _Trace, event: dict[str, Any], i: int, raw: Any, content: An
             raw if n == 0 else None,
             field_prefix="content<-",
         )
+        if index is not None and failed:
+            t.blocks[index].is_error = True
 
 
 def _message(t: _Trace, event: dict[str, Any], i: int, raw: Any, content: Any) -> None:

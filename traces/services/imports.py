@@ -89,6 +89,9 @@ class _Spool:
         self.links = RecordSpool()
         self.image_shas: set[str] = set()
         self.dataset_metadata: dict[str, Any] = {}
+        # Tool errors (few): their block ids, and how many each trace has.
+        self.error_blocks: list[str] = []
+        self.trace_errors: dict[str, int] = {}
 
     def close(self) -> None:
         for spool in (self.traces, self.blocks, self.images, self.links):
@@ -100,6 +103,7 @@ class _Spool:
         trace_id = ids.trace_id()
         block_ids = [ids.block_id() for _ in converted.blocks]
         mark_failure(draft.metadata, converted, block_ids)
+        self._note_errors(trace_id, converted, block_ids)
         dumps, now = self.blocks.json, self.stamp
         for n, b in enumerate(converted.blocks):
             payload = dumps(b.payload)
@@ -127,6 +131,26 @@ class _Spool:
                 self.images.add((sha, image.mime_type, image.data), len(image.data))
             self.links.add((trace_id, sha))
 
+    def _note_errors(self, trace_id: str, converted: ConvertedTrace, block_ids: list[str]) -> None:
+        errors = [block_ids[n] for n, b in enumerate(converted.blocks) if b.is_error]
+        if errors:
+            self.error_blocks.extend(errors)
+            self.trace_errors[trace_id] = len(errors)
+
+    def _write_errors(self) -> None:
+        """Block.is_error and Trace.tool_errors, written after the bulk rows (whose
+        columns leave them to their database defaults): one update per chunk."""
+        for start in range(0, len(self.error_blocks), FLUSH_ROWS):
+            chunk = self.error_blocks[start : start + FLUSH_ROWS]
+            Block.objects.filter(id__in=chunk).update(is_error=True)
+        by_count: dict[int, list[str]] = {}
+        for trace_id, count in self.trace_errors.items():
+            by_count.setdefault(count, []).append(trace_id)
+        for count, trace_ids in by_count.items():
+            for start in range(0, len(trace_ids), FLUSH_ROWS):
+                chunk = trace_ids[start : start + FLUSH_ROWS]
+                Trace.objects.filter(id__in=chunk).update(tool_errors=count)
+
     def write(self, *, dataset: Dataset, first_index: int) -> None:
         """Every spooled row, in the current transaction."""
         now = self.stamp
@@ -138,6 +162,7 @@ class _Spool:
         )  # fmt: skip
         _insert_in_chunks(Trace._meta.db_table, TRACE_COLUMNS, rows)
         self.blocks.insert()
+        self._write_errors()
         image_ids = self._write_images(dataset.organization_id)
         links = ((trace_id, image_ids[sha]) for trace_id, sha in self.links)
         _insert_in_chunks(TraceImage._meta.db_table, ("trace_id", "image_id"), links)
