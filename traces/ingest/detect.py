@@ -73,6 +73,8 @@ def sniff(stream: BinaryIO) -> Sniff:
     if _long_first_line_then_more(stream):
         return Sniff(head=head, first_char=first, top_keys=frozenset(), multiple=True)
     keys: set[str] = set()
+    item_keys: set[str] = set()
+    in_first_item = first == "["
     depth = 0
     done_first = multiple = False
     try:
@@ -93,8 +95,11 @@ def sniff(stream: BinaryIO) -> Sniff:
             elif event in ("end_map", "end_array"):
                 depth -= 1
                 done_first = depth == 0
+                in_first_item = in_first_item and depth > 1
             elif event == "map_key" and depth == 1:
                 keys.add(value)
+            elif event == "map_key" and depth == 2 and in_first_item:
+                item_keys.add(value)
     except ijson.JSONError as exc:
         if done_first or _looks_like_lines(head):
             multiple = True  # the JSON Lines reader reports the broken line
@@ -102,7 +107,13 @@ def sniff(stream: BinaryIO) -> Sniff:
             raise FormatProblem(f"invalid JSON: {exc}", rule="json") from None
     finally:
         stream.seek(0)
-    return Sniff(head=head, first_char=first, top_keys=frozenset(keys), multiple=multiple)
+    return Sniff(
+        head=head,
+        first_char=first,
+        top_keys=frozenset(keys),
+        multiple=multiple,
+        item_keys=frozenset(item_keys),
+    )
 
 
 def known_formats() -> str:

@@ -12,6 +12,7 @@ from traces.ingest.formats import (
     jsonl,
     swe_agent,
     tau2,
+    tau_bench,
     toolbench,
     who_and_when,
 )
@@ -26,5 +27,6 @@ FORMATS: list[Format] = [
     who_and_when.FORMAT,
     json_object.FORMAT,
     jsonl.FORMAT,
+    tau_bench.FORMAT,
     json_array.FORMAT,
 ]

@@ -26,6 +26,9 @@ class TraceDraft:
     blocks: list[Any] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     name: str = ""
+    # A run that ended before its first turn (a crash the benchmark recorded) is kept as a
+    # trace without blocks, with its error and reward, where the format says so.
+    keep_empty: bool = False
 
 
 @dataclass
@@ -63,6 +66,8 @@ class Sniff:
     head: bytes
     first_char: str
     top_keys: frozenset[str]
+    # For a JSON array: the keys of its first item, when that is an object.
+    item_keys: frozenset[str] = frozenset()
     # More than one top-level JSON value: JSON Lines.
     multiple: bool = False
     # A zip archive (Inspect's .eval): the names of its members; None for a JSON file.

@@ -240,7 +240,9 @@ def _convert(draft: TraceDraft, limits: Limits) -> ConvertedTrace:
     unstorable = _unstorable(draft)
     if unstorable:
         return ConvertedTrace([], {}, unstorable)
-    if draft.blocks is not None:
+    if draft.keep_empty and not draft.events:
+        converted = ConvertedTrace([], {}, [])
+    elif draft.blocks is not None:
         converted = blocks_to_drafts(draft.blocks, location=draft.location, limits=limits)
     else:
         converted = events_to_blocks(draft.events or [], location=draft.location, limits=limits)
