@@ -11,6 +11,7 @@ from traces.ingest.formats import (
     json_object,
     jsonl,
     mini_swe_agent,
+    openhands,
     swe_agent,
     tau2,
     tau_bench,
@@ -30,5 +31,6 @@ FORMATS: list[Format] = [
     json_object.FORMAT,
     jsonl.FORMAT,
     tau_bench.FORMAT,
+    openhands.FORMAT,
     json_array.FORMAT,
 ]
