@@ -106,6 +106,10 @@ class Trace(models.Model):
     block_count = models.IntegerField(default=0)
     # How many of its TOOL_RESULT blocks are tool errors (Block.is_error).
     tool_errors = models.IntegerField(default=0, db_default=0)
+    # SHA-256 of what an import stored (name, metadata, every block): importing the same
+    # trace into the same dataset again is skipped (pass@k must never count copies).
+    # Empty for a trace made through the API.
+    content_hash = models.CharField(max_length=64, blank=True, default="", db_default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -126,6 +130,7 @@ class Trace(models.Model):
             models.Index(fields=["dataset", "index"]),
             models.Index(fields=["dataset", "reward"]),
             models.Index(fields=["organization", "created_at"]),
+            models.Index(fields=["dataset", "content_hash"], name="trace_dataset_content_hash"),
         ]
 
     def __str__(self) -> str:
