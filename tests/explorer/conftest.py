@@ -30,7 +30,10 @@ def import_traces(org: Organization, dataset: str, traces: list[Any]) -> list[Tr
     """Import `traces` (event arrays, block arrays or trace objects) through trace_import."""
     data = jsonl_bytes(traces)
     result = trace_import(
-        organization=org, dataset_name=dataset, files=[(f"{dataset}.jsonl", io.BytesIO(data))]
+        organization=org,
+        dataset_name=dataset,
+        files=[(f"{dataset}.jsonl", io.BytesIO(data))],
+        allow_duplicates=True,  # fixtures repeat identical runs as trials on purpose
     )
     return list(Trace.objects.filter(dataset=result.dataset).order_by("index"))
 

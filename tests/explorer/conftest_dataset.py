@@ -44,7 +44,10 @@ def import_lines(
     lines: list[Any] = [{"metadata": metadata}] if metadata is not None else []
     lines += traces
     result = trace_import(
-        organization=org, dataset_name=name, files=[(f"{name}.jsonl", io.BytesIO(jsonl(lines)))]
+        organization=org,
+        dataset_name=name,
+        files=[(f"{name}.jsonl", io.BytesIO(jsonl(lines)))],
+        allow_duplicates=True,  # fixtures repeat identical runs as trials on purpose
     )
     return result.dataset
 

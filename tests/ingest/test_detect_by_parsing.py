@@ -107,3 +107,13 @@ def test_a_header_only_inspect_log_is_named(org):
 def test_a_file_that_is_not_json_lists_the_formats(org):
     found = problem_of(org, b"hello world")
     assert found["rule"] == "json" and "- tau2-bench: " in found["message"]
+
+
+def test_an_event_list_without_roles_is_named_once_with_the_formats(org):
+    events = [{"kind": "step", "text": "a"}, {"kind": "step", "text": "b"}]
+    found = problem_of(org, json.dumps(events).encode())
+    assert found["trace"] == 0 and found["rule"] == "format"
+    assert found["message"].startswith(
+        "an event list without roles: none of its 2 items has `role` (their keys: kind, text)"
+    )
+    assert "- openhands: " in found["message"]

@@ -16,6 +16,21 @@ def _is_single_trace(first: Any) -> bool:
     return isinstance(first, dict) and "messages" not in first and "blocks" not in first
 
 
+def _without_roles(events: list[Any]) -> FormatProblem:
+    """A JSON array of objects none of which has a `role`: not a chat trace. Say so once
+    (not once per event), with the keys it has and the formats known."""
+    from traces.ingest.detect import known_formats  # detect imports the registry
+
+    keys = sorted({k for e in events[:50] if isinstance(e, dict) for k in e})[:12]
+    return FormatProblem(
+        f"an event list without roles: none of its {len(events)} items has `role` (their "
+        f"keys: {', '.join(keys) or 'none'}), so it is no chat trace; the known formats:\n"
+        + known_formats(),
+        {"trace": 0},
+        rule="format",
+    )
+
+
 class JsonArray:
     name = "json-array"
     recognised_by = (
@@ -34,7 +49,11 @@ class JsonArray:
                 yield FormatProblem("the array is empty: no trace to import", {}, rule="non_empty")
                 return
             if _is_single_trace(first):
-                yield trace_from_value([first, *items], {"trace": 0})
+                events = [first, *items]
+                if not any(isinstance(e, dict) and "role" in e for e in events):
+                    yield _without_roles(events)
+                    return
+                yield trace_from_value(events, {"trace": 0})
                 return
             trace, first = trace_from_value(first, {"trace": 0}), None
             yield trace
