@@ -9,7 +9,7 @@ import ijson
 from traces import jsontext
 from traces.ingest.lines import line_end, more_after
 from traces.ingest.registry import FORMATS
-from traces.ingest.types import PARSE_BUFFER, Format, FormatProblem, Sniff
+from traces.ingest.types import PARSE_BUFFER, Format, FormatProblem, Sniff, known_formats
 
 HEAD_BYTES = 65536
 ZIP_MAGIC = b"PK\x03\x04"
@@ -116,11 +116,6 @@ def sniff(stream: BinaryIO) -> Sniff:
     )
 
 
-def known_formats() -> str:
-    """Each known format with how it is recognised, one a line."""
-    return "\n".join(f"- {fmt.name}: {fmt.recognised_by}" for fmt in FORMATS)
-
-
 def _looks_like(found: Sniff) -> str:
     """What an unrecognised file looks like, when that can be told."""
     keys = found.top_keys
@@ -132,8 +127,6 @@ def _looks_like(found: Sniff) -> str:
         )
     if "eval" in keys and "samples" not in keys:
         return "an Inspect log without `samples` (a header-only log: no sample to import)"
-    if "answer_generation" in keys:
-        return "a ToolBench answer of another version"
     shown = ", ".join(sorted(keys)[:12]) or "none"
     return f"a JSON object with top-level keys [{shown}]"
 

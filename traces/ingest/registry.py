@@ -18,7 +18,7 @@ from traces.ingest.formats import (
     toolbench,
     who_and_when,
 )
-from traces.ingest.types import Format
+from traces.ingest.types import KNOWN, Format
 
 FORMATS: list[Format] = [
     tau2.FORMAT,
@@ -34,3 +34,5 @@ FORMATS: list[Format] = [
     openhands.FORMAT,
     json_array.FORMAT,
 ]
+
+KNOWN.extend(FORMATS)

@@ -89,3 +89,13 @@ class Format(Protocol):
     def detect(self, sniff: Sniff) -> bool: ...
 
     def read(self, stream: BinaryIO) -> Iterator[Item]: ...
+
+
+# Every format, filled by traces/ingest/registry.py (which imports the adapters, so an
+# adapter reads the list here instead of importing the registry).
+KNOWN: list[Format] = []
+
+
+def known_formats() -> str:
+    """Each known format with how it is recognised, one a line."""
+    return "\n".join(f"- {fmt.name}: {fmt.recognised_by}" for fmt in KNOWN)

@@ -9,7 +9,7 @@ from typing import Any, BinaryIO
 import ijson
 
 from traces.ingest.traces_in import trace_from_value
-from traces.ingest.types import PARSE_BUFFER, FormatProblem, Item, Sniff
+from traces.ingest.types import PARSE_BUFFER, FormatProblem, Item, Sniff, known_formats
 
 
 def _is_single_trace(first: Any) -> bool:
@@ -19,8 +19,6 @@ def _is_single_trace(first: Any) -> bool:
 def _without_roles(events: list[Any]) -> FormatProblem:
     """A JSON array of objects none of which has a `role`: not a chat trace. Say so once
     (not once per event), with the keys it has and the formats known."""
-    from traces.ingest.detect import known_formats  # detect imports the registry
-
     keys = sorted({k for e in events[:50] if isinstance(e, dict) for k in e})[:12]
     return FormatProblem(
         f"an event list without roles: none of its {len(events)} items has `role` (their "
@@ -50,7 +48,7 @@ class JsonArray:
                 return
             if _is_single_trace(first):
                 events = [first, *items]
-                if not any(isinstance(e, dict) and "role" in e for e in events):
+                if not any(isinstance(e, dict) and {"role", "sub_type"} & e.keys() for e in events):
                     yield _without_roles(events)
                     return
                 yield trace_from_value(events, {"trace": 0})
