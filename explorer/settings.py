@@ -205,6 +205,8 @@ LIMIT_MSG_BYTES = env_positive_int("LIMIT_MSG_BYTES", 65536)
 LIMIT_THINK_BYTES = env_positive_int("LIMIT_THINK_BYTES", 32768)
 LIMIT_TOOL_ARGS_BYTES = env_positive_int("LIMIT_TOOL_ARGS_BYTES", 262144)
 LIMIT_TOOL_RESULT_BYTES = env_positive_int("LIMIT_TOOL_RESULT_BYTES", 2097152)
+# A message in an imported file (DESIGN.md "imports keep real logs whole").
+LIMIT_IMPORT_MESSAGE_BYTES = env_positive_int("LIMIT_IMPORT_MESSAGE_BYTES", LIMIT_TOOL_RESULT_BYTES)
 LIMIT_IMAGE_BYTES = env_positive_int("LIMIT_IMAGE_BYTES", 20 * 1024 * 1024)
 
 REST_FRAMEWORK = {

@@ -310,8 +310,7 @@ class PageRenderer:
         index = start
         while index < len(messages):
             if index >= start + at_least and (
-                len(out) >= CHUNK_ROWS
-                or (out and (spent >= CHUNK_CHARS or blocks >= CHUNK_BLOCKS))
+                len(out) >= CHUNK_ROWS or (out and (spent >= CHUNK_CHARS or blocks >= CHUNK_BLOCKS))
             ):
                 break
             node = messages[index]

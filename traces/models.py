@@ -104,6 +104,12 @@ class Trace(models.Model):
     # accuracy, histograms and filters are plain SQL.
     reward = models.FloatField(null=True, blank=True)
     block_count = models.IntegerField(default=0)
+    # How many of its TOOL_RESULT blocks are tool errors (Block.is_error).
+    tool_errors = models.IntegerField(default=0, db_default=0)
+    # SHA-256 of what an import stored (name, metadata, every block): importing the same
+    # trace into the same dataset again is skipped (pass@k must never count copies).
+    # Empty for a trace made through the API.
+    content_hash = models.CharField(max_length=64, blank=True, default="", db_default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -124,6 +130,7 @@ class Trace(models.Model):
             models.Index(fields=["dataset", "index"]),
             models.Index(fields=["dataset", "reward"]),
             models.Index(fields=["organization", "created_at"]),
+            models.Index(fields=["dataset", "content_hash"], name="trace_dataset_content_hash"),
         ]
 
     def __str__(self) -> str:
@@ -155,6 +162,10 @@ class Block(models.Model):
     # them under one call are legal (spec/004), so the constraint skips NULLs.
     call_id = models.CharField(max_length=256, null=True, blank=True)
     result_seq = models.BigIntegerField(null=True, blank=True)
+    # A TOOL_RESULT the format marks as a tool error (Inspect's `error`, tau2's `error:
+    # true`, a tool message flagged as error). A database default, so that bulk writes
+    # that do not name the column store False.
+    is_error = models.BooleanField(default=False, db_default=False)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 
@@ -180,6 +191,12 @@ class Block(models.Model):
         indexes = [
             # The stitched order: created_at, then id, within a trace.
             models.Index(fields=["trace", "created_at", "id"], name="block_trace_order"),
+            # A trace's tool errors: few, so only they are indexed.
+            models.Index(
+                fields=["trace", "created_at", "id"],
+                condition=Q(is_error=True),
+                name="block_tool_errors",
+            ),
         ]
 
     def __str__(self) -> str:

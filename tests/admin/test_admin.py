@@ -171,7 +171,11 @@ def test_upload_imports_files(admin_client, org: Organization) -> None:
     )
     files = [
         SimpleUploadedFile("a.jsonl", lines, content_type="application/jsonl"),
-        SimpleUploadedFile("b.json", json.dumps(EVENTS).encode(), content_type="application/json"),
+        SimpleUploadedFile(  # not a copy of a.jsonl's last trace: that would be skipped
+            "b.json",
+            json.dumps({"messages": EVENTS, "name": "b"}).encode(),
+            content_type="application/json",
+        ),
     ]
     response = admin_client.post(
         reverse("admin:traces_dataset_upload"),
@@ -285,7 +289,7 @@ def test_pages_showing_json_or_images_use_classes_not_inline_style(
     for url in pages:
         html = admin_client.get(url).content.decode()
         assert 'href="/static/css/admin.css"' in html, url
-        assert not re.search(r'<(pre|img)[^>]*\sstyle=', html), url
+        assert not re.search(r"<(pre|img)[^>]*\sstyle=", html), url
     assert '<pre class="te-json">' in admin_client.get(pages[1]).content.decode()
     preview = admin_client.get(pages[2]).content.decode()
     assert re.search(r'<img class="te-preview" src="/admin/traces/image/\d+/raw/"', preview)

@@ -101,6 +101,7 @@ def import_lines(org: Organization, dataset: str, lines: list[Any]) -> list[Trac
         organization=org,
         dataset_name=dataset,
         files=[(f"{dataset}.jsonl", io.BytesIO(jsonl(lines)))],
+        allow_duplicates=True,  # fixtures repeat identical runs as trials on purpose
     )
     return list(Trace.objects.filter(dataset=result.dataset).order_by("index"))
 

@@ -29,7 +29,10 @@ def import_traces(org: Organization, dataset: str, traces: list[Any]) -> list[Tr
     """Import `traces` (event arrays, block arrays or trace objects) through trace_import."""
     data = jsonl_bytes(traces)
     result = trace_import(
-        organization=org, dataset_name=dataset, files=[(f"{dataset}.jsonl", io.BytesIO(data))]
+        organization=org,
+        dataset_name=dataset,
+        files=[(f"{dataset}.jsonl", io.BytesIO(data))],
+        allow_duplicates=True,  # fixtures repeat identical runs as trials on purpose
     )
     return list(Trace.objects.filter(dataset=result.dataset).order_by("index"))
 
@@ -249,7 +252,10 @@ def import_lines(
     lines: list[Any] = [{"metadata": metadata}] if metadata is not None else []
     lines += traces
     result = trace_import(
-        organization=org, dataset_name=name, files=[(f"{name}.jsonl", io.BytesIO(jsonl(lines)))]
+        organization=org,
+        dataset_name=name,
+        files=[(f"{name}.jsonl", io.BytesIO(jsonl(lines)))],
+        allow_duplicates=True,  # fixtures repeat identical runs as trials on purpose
     )
     return result.dataset
 

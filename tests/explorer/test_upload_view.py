@@ -88,7 +88,10 @@ def test_upload_into_a_new_dataset_redirects_to_it(member_client, org):
 
 def test_upload_several_files_into_an_existing_dataset(member_client, tasks_dataset):
     files = [upload("a.jsonl", three_traces()), upload("b.jsonl", three_traces()[1:])]
-    response = member_client.post(URL, {"files": files, "dataset": tasks_dataset.pk})
+    # b.jsonl repeats two traces of a.jsonl: imported again only with the box ticked.
+    response = member_client.post(
+        URL, {"files": files, "dataset": tasks_dataset.pk, "allow_duplicates": "1"}
+    )
     assert response.status_code == 302
     assert tasks_dataset.traces.count() == 12
     assert sorted(tasks_dataset.traces.values_list("index", flat=True)) == list(range(12))

@@ -25,9 +25,11 @@ def png_url(n: int) -> str:
 def import_with_images(org, dataset: str, *traces: list[int]) -> list[Trace]:
     """One trace per list of image numbers, each showing those images."""
     lines = []
-    for images in traces:
+    for n, images in enumerate(traces):
         content = [{"type": "image_url", "image_url": {"url": png_url(n)}} for n in images]
-        lines.append(json.dumps([{"role": "user", "content": content or "no image"}]))
+        # A name apiece: two traces of the same content would be one trace and a duplicate.
+        event = {"role": "user", "content": content or "no image"}
+        lines.append(json.dumps({"messages": [event], "name": f"trace {n}"}))
     data = ("\n".join(lines) + "\n").encode()
     result = trace_import(
         organization=org, dataset_name=dataset, files=[("t.jsonl", io.BytesIO(data))]

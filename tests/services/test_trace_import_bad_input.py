@@ -147,8 +147,8 @@ def test_it_refuses_two_results_of_one_call_with_one_seq(org):
     )
 
 
-@override_settings(LIMIT_MSG_BYTES=10)
-def test_it_refuses_a_payload_over_its_limit_with_the_exact_size(org):
+@override_settings(LIMIT_IMPORT_MESSAGE_BYTES=10)
+def test_it_refuses_a_message_over_the_import_limit_with_the_exact_size(org):
     text = "é" * 8  # 16 bytes in UTF-8
     found = only(problems_for(org, json.dumps([{"role": "user", "content": text}])))
     assert found["code"] == "PAYLOAD_TOO_LARGE"

@@ -1,5 +1,7 @@
 """Datasets: list, create, read, update, delete, upload files, export."""
 
+from typing import Any
+
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -97,13 +99,27 @@ class DatasetDeleteApi(OrgApi):
         return Response(status=204)
 
 
+def _allow(request) -> dict[str, Any]:
+    value = request.data.get("allow_duplicates")
+    return {} if value is None else {"allow_duplicates": value}
+
+
 class DatasetUploadApi(OrgUploadApi):
     class InputSerializer(serializers.Serializer):
         files = serializers.ListField(child=serializers.FileField(), help_text="one or more files")
+        allow_duplicates = serializers.BooleanField(
+            required=False,
+            default=False,
+            help_text="import a trace the dataset already has (by content) again",
+        )
 
     class OutputSerializer(serializers.Serializer):
         dataset = DatasetOut()
         traces = serializers.IntegerField()
+        skipped = serializers.ListField(
+            child=serializers.DictField(),
+            help_text="traces left out as duplicates: file, trace or line, name",
+        )
         blocks = serializers.IntegerField()
         images = serializers.IntegerField()
         seconds = serializers.FloatField()
@@ -123,10 +139,12 @@ class DatasetUploadApi(OrgUploadApi):
                 "send one or more files in the multipart field `files`",
                 {"field": "files", "rule": "required"},
             )
+        flags = valid_input(self.InputSerializer, {"files": files, **_allow(request)})
         result = trace_import(
             organization=self.organization,
             dataset_name=dataset.name,
             files=uploaded_files(files),
+            allow_duplicates=flags["allow_duplicates"],
         )
         refreshed = dataset_get(organization=self.organization, dataset_id=dataset_id)
         return Response(
@@ -137,6 +155,7 @@ class DatasetUploadApi(OrgUploadApi):
                 "images": result.images,
                 "seconds": round(result.seconds, 3),
                 "formats": result.formats,
+                "skipped": result.skipped,
             },
             status=201,
         )

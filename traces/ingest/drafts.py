@@ -17,6 +17,7 @@ class BlockDraft:
     call_id: str | None = None
     result_seq: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    is_error: bool = False  # a TOOL_RESULT the format marks as a tool error
 
 
 @dataclass

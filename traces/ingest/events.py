@@ -31,6 +31,9 @@ class _Trace:
         self.current: dict[str, str] = {}
         # Stored call ids without an output yet, in call order (a dict: O(1) removal).
         self.unanswered: dict[str, None] = {}
+        # Stored call ids of the most recent turn that made calls, in call order: an output
+        # without an id answers the earliest unanswered one of them (DESIGN.md).
+        self.turn_calls: list[str] = []
         # The id as the file wrote it -> the next `#n` suffix to try when it is reused,
         # so that k reuses of one id cost O(k), not O(k^2).
         self.next_suffix: dict[str, int] = {}
@@ -156,19 +159,21 @@ def _result_targets(t: _Trace, event: dict[str, Any], i: int) -> list[str] | Non
             return None
     if wanted:
         return [t.current[call_id] for call_id in wanted]
-    # No link: the earliest unanswered call (by name first for legacy role `function`).
+    # No link: the earliest unanswered call of the most recent turn that made calls (by
+    # name first for legacy role `function`), so that parallel calls are answered in
+    # order and a call of an earlier turn that never got an output stays unanswered.
+    waiting = [call_id for call_id in t.turn_calls if call_id in t.unanswered]
     name = event.get("name")
-    for call_id in t.unanswered:
-        if event.get("role") == "function" and name:
-            if t.blocks[t.calls[call_id]].payload.get("name") != name:
-                continue
-        return [call_id]
-    if t.unanswered:
-        return [next(iter(t.unanswered))]
+    if event.get("role") == "function" and name:
+        named = [c for c in waiting if t.blocks[t.calls[c]].payload.get("name") == name]
+        waiting = named or waiting
+    if waiting:
+        return [waiting[0]]
     t.problems.append(
         problem(
             t.where(i),
-            "tool output without a call id, and no earlier tool call is left unanswered",
+            "tool output without a call id, and every call of the most recent turn that "
+            "made calls is answered",
             rule="unanswered_output",
             field_name="role",
         )
@@ -176,16 +181,27 @@ def _result_targets(t: _Trace, event: dict[str, Any], i: int) -> list[str] | Non
     return None
 
 
+def is_tool_error(event: dict[str, Any]) -> bool:
+    """Whether a tool output says the tool failed: Inspect's `error` object, tau2's
+    `error: true`, a tool message flagged `is_error` (Anthropic's tool_result, MCP) or
+    with `status: "error"`."""
+    error = event.get("error")
+    if error is True or (isinstance(error, dict | str) and error):
+        return True
+    return event.get("is_error") is True or event.get("status") == "error"
+
+
 def _tool_output(t: _Trace, event: dict[str, Any], i: int, raw: Any, content: Any) -> None:
     targets = _result_targets(t, event, i)
     if targets is None:
         return
+    failed = is_tool_error(event)
     for n, call_id in enumerate(targets):
         # A second output for the same call is kept as a second result: results without
         # seq are legal several times under one call (spec/004).
         t.unanswered.pop(call_id, None)
         payload = {"call_id": call_id, "output": content}
-        t.add(
+        index = t.add(
             i,
             "TOOL_RESULT",
             payload,
@@ -193,6 +209,8 @@ def _tool_output(t: _Trace, event: dict[str, Any], i: int, raw: Any, content: An
             raw if n == 0 else None,
             field_prefix="content<-",
         )
+        if index is not None and failed:
+            t.blocks[index].is_error = True
 
 
 def _message(t: _Trace, event: dict[str, Any], i: int, raw: Any, content: Any) -> None:
@@ -213,6 +231,8 @@ def _message(t: _Trace, event: dict[str, Any], i: int, raw: Any, content: Any) -
         parent = t.add(i, "MESSAGE", payload, None, raw)
     if parent is None:
         return
+    if calls:
+        t.turn_calls = []
     for text in thoughts:
         t.add(i, "THINK", {"text": text}, parent, None)
     for j, (call_id, name, arguments, given) in enumerate(calls):
@@ -248,6 +268,7 @@ def _message(t: _Trace, event: dict[str, Any], i: int, raw: Any, content: Any) -
             t.calls[call_id] = index
             t.current[written] = call_id
             t.unanswered[call_id] = None
+            t.turn_calls.append(call_id)
 
 
 def events_to_blocks(

@@ -31,6 +31,9 @@ class TraceDraft:
     # the draft nests at most that deep), and whether an inline image may be in it.
     depth: int | None = None
     images_possible: bool = True
+    # A run that ended before its first turn (a crash the benchmark recorded) is kept as a
+    # trace without blocks, with its error and reward, where the format says so.
+    keep_empty: bool = False
 
 
 @dataclass
@@ -68,8 +71,12 @@ class Sniff:
     head: bytes
     first_char: str
     top_keys: frozenset[str]
+    # For a JSON array: the keys of its first item, when that is an object.
+    item_keys: frozenset[str] = frozenset()
     # More than one top-level JSON value: JSON Lines.
     multiple: bool = False
+    # A zip archive (Inspect's .eval): the names of its members; None for a JSON file.
+    zip_names: frozenset[str] | None = None
 
 
 Item = TraceDraft | DatasetMetadata | FormatProblem
@@ -80,7 +87,20 @@ class Format(Protocol):
     FormatProblem so that reading goes on and every problem is reported."""
 
     name: str
+    # One line on how a file of this format is recognised, for the refusal of a file that
+    # is none of them.
+    recognised_by: str
 
     def detect(self, sniff: Sniff) -> bool: ...
 
     def read(self, stream: BinaryIO) -> Iterator[Item]: ...
+
+
+# Every format, filled by traces/ingest/registry.py (which imports the adapters, so an
+# adapter reads the list here instead of importing the registry).
+KNOWN: list[Format] = []
+
+
+def known_formats() -> str:
+    """Each known format with how it is recognised, one a line."""
+    return "\n".join(f"- {fmt.name}: {fmt.recognised_by}" for fmt in KNOWN)

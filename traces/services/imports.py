@@ -11,6 +11,7 @@ Two phases, so that no upload holds the database's write lock while it is read:
    Nothing is visible before it commits.
 """
 
+import hashlib
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from traces.ingest.blocks import blocks_to_drafts
 from traces.ingest.detect import detect
 from traces.ingest.drafts import ConvertedTrace, problem, problem_from_error
 from traces.ingest.events import events_to_blocks
+from traces.ingest.failure import mark_failure
 from traces.ingest.types import DatasetMetadata, FormatProblem, TraceDraft
 from traces.models import Block, Dataset, Image, Organization, Trace, TraceImage
 from traces.services.annotations import trace_reward
@@ -53,6 +55,8 @@ class ImportResult:
     images: int = 0
     seconds: float = 0.0
     formats: dict[str, str] = field(default_factory=dict)
+    # The traces left out as duplicates: {"file", "trace" or "line", "name"} each.
+    skipped: list[dict[str, Any]] = field(default_factory=list)
 
 
 class _Problems:
@@ -83,7 +87,11 @@ class _Spool:
     the table takes them, trace rows without their dataset and index (known only under
     the dataset's lock), images once each, and which trace was stored with which image."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, hashes: set[str] | None = None, allow_duplicates: bool = False) -> None:
+        # The content hashes of the traces the dataset has, then of those spooled.
+        self.hashes = hashes if hashes is not None else set()
+        self.allow_duplicates = allow_duplicates
+        self.skipped: list[dict[str, Any]] = []  # where each duplicate left out was
         self.now = timezone.now()
         self.stamp = adapt_datetime(self.now)
         self.traces = RecordSpool()
@@ -92,16 +100,28 @@ class _Spool:
         self.links = RecordSpool()
         self.image_shas: set[str] = set()
         self.dataset_metadata: dict[str, Any] = {}
+        # Tool errors (few): their block ids, and how many each trace has.
+        self.error_blocks: list[str] = []
+        self.trace_errors: dict[str, int] = {}
 
     def close(self) -> None:
         for spool in (self.traces, self.blocks, self.images, self.links):
             spool.close()
 
-    def add(self, draft: TraceDraft, converted: ConvertedTrace) -> None:
-        """Spool one trace; raises TypeError for what JSON cannot keep (the rows already
-        spooled do not matter then: a problem means nothing is written)."""
+    def add(self, draft: TraceDraft, converted: ConvertedTrace) -> bool:
+        """Spool one trace, unless the dataset (or this upload) has it already and
+        duplicates are not allowed: False then. Raises TypeError for what JSON cannot keep
+        (the rows already spooled do not matter then: a problem means nothing is
+        written)."""
         trace_id = ids.trace_id()
         block_ids = [ids.block_id() for _ in converted.blocks]
+        name = _trace_name(draft)
+        content_hash = _content_hash(name, draft.metadata, converted, self.blocks.json)
+        if not self.allow_duplicates and content_hash in self.hashes:
+            return False
+        self.hashes.add(content_hash)
+        mark_failure(draft.metadata, converted, block_ids)
+        self._note_errors(trace_id, converted, block_ids)
         dumps, now = self.blocks.json, self.stamp
         for n, b in enumerate(converted.blocks):
             payload = dumps(b.payload)
@@ -116,11 +136,10 @@ class _Spool:
                 len(payload) + (0 if raw is None else len(raw)),
             )  # fmt: skip
         metadata = draft.metadata
-        name = _trace_name(draft)
         metadata_text = jsontext.dumps(metadata)
         self.traces.add(
             (trace_id, name[:500], metadata_text, trace_reward(extra={}, metadata=metadata),
-             len(block_ids)),
+             len(block_ids), content_hash),
             len(metadata_text),
         )  # fmt: skip
         for sha, image in converted.images.items():
@@ -128,6 +147,27 @@ class _Spool:
                 self.image_shas.add(sha)
                 self.images.add((sha, image.mime_type, image.data), len(image.data))
             self.links.add((trace_id, sha))
+        return True
+
+    def _note_errors(self, trace_id: str, converted: ConvertedTrace, block_ids: list[str]) -> None:
+        errors = [block_ids[n] for n, b in enumerate(converted.blocks) if b.is_error]
+        if errors:
+            self.error_blocks.extend(errors)
+            self.trace_errors[trace_id] = len(errors)
+
+    def _write_errors(self) -> None:
+        """Block.is_error and Trace.tool_errors, written after the bulk rows (whose
+        columns leave them to their database defaults): one update per chunk."""
+        for start in range(0, len(self.error_blocks), FLUSH_ROWS):
+            chunk = self.error_blocks[start : start + FLUSH_ROWS]
+            Block.objects.filter(id__in=chunk).update(is_error=True)
+        by_count: dict[int, list[str]] = {}
+        for trace_id, count in self.trace_errors.items():
+            by_count.setdefault(count, []).append(trace_id)
+        for count, trace_ids in by_count.items():
+            for start in range(0, len(trace_ids), FLUSH_ROWS):
+                chunk = trace_ids[start : start + FLUSH_ROWS]
+                Trace.objects.filter(id__in=chunk).update(tool_errors=count)
 
     def write(self, *, dataset: Dataset, first_index: int) -> None:
         """Every spooled row, in the current transaction."""
@@ -135,11 +175,13 @@ class _Spool:
         org_id, dataset_id = dataset.organization_id, dataset.pk
         rows = (
             (trace_id, org_id, dataset_id, first_index + n, name, metadata, "{}", reward,
-             blocks, now, now)
-            for n, (trace_id, name, metadata, reward, blocks) in enumerate(self.traces)
+             blocks, now, now, content_hash)
+            for n, (trace_id, name, metadata, reward, blocks, content_hash)
+            in enumerate(self.traces)
         )  # fmt: skip
-        _insert_in_chunks(Trace._meta.db_table, TRACE_COLUMNS, rows)
+        _insert_in_chunks(Trace._meta.db_table, (*TRACE_COLUMNS, "content_hash"), rows)
         self.blocks.insert()
+        self._write_errors()
         image_ids = self._write_images(dataset.organization_id)
         links = ((trace_id, image_ids[sha]) for trace_id, sha in self.links)
         _insert_in_chunks(TraceImage._meta.db_table, ("trace_id", "image_id"), links)
@@ -215,6 +257,28 @@ def _hold_images(image_ids: dict[str, int]) -> set[str]:
     return {by_id[i] for i in ordered if i not in held}
 
 
+def _content_hash(
+    name: str, metadata: dict[str, Any], converted: ConvertedTrace, dumps: Callable[[Any], Any]
+) -> str:
+    """SHA-256 of what the trace stores but its ids and times: its name, metadata and
+    each block. One block is serialized at a time, so a huge trace is not held twice."""
+    content = hashlib.sha256()
+    content.update(_hash_part(name))
+    content.update(_hash_part(jsontext.dumps(metadata)))
+    for b in converted.blocks:
+        content.update(_hash_part(f"{b.sub_type} {b.parent}"))
+        for value in (b.payload, b.raw, b.metadata):
+            content.update(_hash_part(dumps(value)))
+    return content.hexdigest()
+
+
+def _hash_part(part: str | bytes) -> bytes:
+    """One field of a trace's content hash, length-prefixed so that fields cannot run
+    into each other."""
+    data = part.encode() if isinstance(part, str) else part
+    return len(data).to_bytes(8, "big") + data
+
+
 def _insert_in_chunks(table: str, columns: tuple[str, ...], rows: Iterable[tuple]) -> None:
     chunk: list[tuple] = []
     for row in rows:
@@ -260,7 +324,9 @@ def _convert(draft: TraceDraft, limits: Limits) -> ConvertedTrace:
     unstorable = _unstorable(draft)
     if unstorable:
         return ConvertedTrace([], {}, unstorable)
-    if draft.blocks is not None:
+    if draft.keep_empty and not draft.events:
+        converted = ConvertedTrace([], {}, [])
+    elif draft.blocks is not None:
         converted = blocks_to_drafts(draft.blocks, location=draft.location, limits=limits)
     else:
         converted = events_to_blocks(
@@ -335,7 +401,10 @@ def _import_file(
                     problems.add(_with_file(found, name))
                 if not problems.count:
                     try:
-                        spool.add(item, converted)
+                        if not spool.add(item, converted):
+                            spool.skipped.append(
+                                {"file": name, **item.location, "name": _trace_name(item)}
+                            )
                     except TypeError as exc:  # NaN or >64-bit numbers from a lenient parser
                         problems.add(
                             _with_file(
@@ -358,6 +427,14 @@ def _import_file(
         problems.add(_with_file(problem({}, f"invalid JSON: {exc}", rule="json"), name))
     if not found_any:
         problems.add(_with_file(problem({}, "the file holds no trace", rule="non_empty"), name))
+
+
+def _dataset_hashes(*, organization: Organization, dataset_name: str) -> set[str]:
+    """The content hashes of the traces the named dataset has (none if it is new)."""
+    found = Trace.objects.filter(
+        dataset__organization=organization, dataset__name=dataset_name
+    ).exclude(content_hash="")
+    return set(found.values_list("content_hash", flat=True))
 
 
 # After this many new blocks, PostgreSQL's statistics are refreshed before the commit.
@@ -385,18 +462,24 @@ def trace_import(
     files: Iterable[tuple[str, BinaryIO]],
     limits: Limits | None = None,
     progress: Callable[[int], None] | None = None,
+    allow_duplicates: bool = False,
 ) -> ImportResult:
     """Import every trace of `files` into the named dataset (created if needed).
 
     `files` is read once, in order: it may open each file only when its turn comes.
-    Raises ImportFailed with every problem found; then nothing is written.
+    Raises ImportFailed with every problem found; then nothing is written. A trace the
+    dataset already has (the same content hash), or that the upload has twice, is left
+    out and listed in `skipped`, unless `allow_duplicates`.
     """
     started = time.perf_counter()
-    limits = limits or Limits.from_settings()
+    limits = limits or Limits.for_import()
     dataset_name = dataset_name_check(dataset_name)
     problems = _Problems()
     formats: dict[str, str] = {}
-    spool = _Spool()
+    spool = _Spool(
+        hashes=_dataset_hashes(organization=organization, dataset_name=dataset_name),
+        allow_duplicates=allow_duplicates,
+    )
     try:
         for name, stream in files:
             if problems.full:
@@ -423,4 +506,5 @@ def trace_import(
         images=len(spool.image_shas),
         seconds=time.perf_counter() - started,
         formats=formats,
+        skipped=spool.skipped,
     )

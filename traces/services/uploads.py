@@ -65,6 +65,7 @@ def traces_upload(
     dataset_id: str = "",
     dataset_name: str = "",
     organization_slug: str = "",
+    allow_duplicates: bool = False,
 ) -> ImportResult:
     """Import uploaded files (Django UploadedFile objects, streamed from their temporary
     files) into the chosen dataset. All or nothing: raises ImportFailed with every
@@ -77,4 +78,9 @@ def traces_upload(
         dataset_name=dataset_name,
         organization_slug=organization_slug,
     )
-    return trace_import(organization=organization, dataset_name=name, files=uploaded_files(files))
+    return trace_import(
+        organization=organization,
+        dataset_name=name,
+        files=uploaded_files(files),
+        allow_duplicates=allow_duplicates,
+    )

@@ -31,8 +31,15 @@ def test_it_yields_one_trace_per_sample_with_first_score_as_reward() -> None:
     found = traces(read(FIXTURE.read_bytes()))
     assert [t.location for t in found] == [{"trace": 0}, {"trace": 1}, {"trace": 2}]
     assert [t.metadata["reward"] for t in found] == [1, 0, 0.25]
-    assert [t.metadata["task_id"] for t in found] == [1, "two", 3]
-    assert [t.name for t in found] == ["1 epoch 1", "two epoch 1", "3 epoch 2"]
+    # Task ids are namespaced by the eval's task; the sample's own id is kept.
+    assert [t.metadata["task_id"] for t in found] == ["images/1", "images/two", "images/3"]
+    assert [t.metadata["sample_id"] for t in found] == [1, "two", 3]
+    assert [t.name for t in found] == [
+        "images/1 epoch 1 openai/gpt-4o (eval ZB2vu5)",
+        "images/two epoch 1 openai/gpt-4o (eval ZB2vu5)",
+        "images/3 epoch 2 openai/gpt-4o (eval ZB2vu5)",
+    ]
+    assert found[0].metadata["eval"]["model"] == "openai/gpt-4o"
     assert found[2].metadata["scores"] == {"similarity": {"value": 0.25}, "match": {"value": "C"}}
 
 
@@ -164,7 +171,11 @@ def test_real_file_gives_every_sample_with_its_first_score(name: str) -> None:
         for s in original["samples"]
     ]
     assert [t.metadata.get("reward") for t in found] == expected == rewards
-    assert [t.metadata["task_id"] for t in found] == [s["id"] for s in original["samples"]]
+    assert [t.metadata["sample_id"] for t in found] == [s["id"] for s in original["samples"]]
+    task = original["eval"]["task"]
+    assert [t.metadata["task_id"] for t in found] == [
+        f"{task}/{s['id']}" for s in original["samples"]
+    ]
     for trace, sample in zip(found, original["samples"], strict=True):
         assert "attachment://" not in json.dumps(trace.events)
         kept = [e for e in trace.events or [] if "synthesized" not in e]

@@ -1,10 +1,12 @@
 """ToolBench answers: one trace, the longest `train_messages` chat, `win` as reward."""
 
 import json
+from collections import Counter
 from typing import Any
 
 import pytest
 
+from tests.conftest import as_file
 from tests.ingest.formats.helpers import (
     DATA,
     FIXTURES,
@@ -14,6 +16,8 @@ from tests.ingest.formats.helpers import (
 )
 from traces.ingest.formats.toolbench import FORMAT
 from traces.ingest.types import DatasetMetadata, FormatProblem, TraceDraft
+from traces.models import Block, Trace
+from traces.services.imports import trace_import
 
 FIXTURE = FIXTURES / "toolbench.json"
 
@@ -102,3 +106,25 @@ def test_real_file_gives_the_longest_chat_and_win(name: str) -> None:
     longest = max(original["answer_generation"]["train_messages"], key=len)
     assert trace.events == longest
     assert len(trace.events) == length
+
+
+def test_a_failed_run_without_train_messages_is_read_from_its_tree(org) -> None:
+    """A failed run (`valid_data: false`) has only its search tree: before, it was refused.
+    The real run 13 (win: false) with its `train_messages` taken out, as ToolBench writes
+    the answers of runs that failed."""
+    path = DATA / "toolbench" / "13_ChatGPT_DFS_woFilter_w2.json"
+    if not path.exists():
+        pytest.skip(f"real benchmark data not available at {path}")
+    data = json.loads(path.read_bytes())
+    del data["answer_generation"]["train_messages"]
+    data["answer_generation"]["valid_data"] = False
+    result = trace_import(
+        organization=org, dataset_name="d", files=[as_file(json.dumps(data), "13.json")]
+    )
+    assert (result.traces, result.blocks) == (1, 253)
+    counts = Counter(Block.objects.values_list("sub_type", flat=True))
+    assert counts == {"MESSAGE": 121, "TOOL_CALL": 66, "TOOL_RESULT": 66}
+    trace = Trace.objects.get()
+    assert trace.reward == 0.0 and trace.metadata["valid_data"] is False
+    first = Block.objects.filter(sub_type="TOOL_CALL").order_by("created_at", "id").first()
+    assert first.payload["name"] == "search_basic_free_for_streaming_availability"

@@ -85,12 +85,15 @@ def _lines(stream: BinaryIO) -> Iterator[tuple[int, Any, dict[str, Any]]]:
 
 class JsonLines:
     name = "jsonl"
+    recognised_by = (
+        "JSON Lines: one trace a line (an event array, a block array or a trace object); "
+        'a first line `{"metadata": {...}}` alone is the dataset\'s (Invariant)'
+    )
 
     def detect(self, sniff: Sniff) -> bool:
-        if sniff.multiple:
-            return True
-        # A one-line file holding a trace object or only dataset metadata.
-        return sniff.first_char == "{" and bool(sniff.top_keys & {"messages", "blocks", "metadata"})
+        # Detection parsed the file: more than one top-level value. One value, even a
+        # one-line one, is read by its own format (json_object, json_array...).
+        return sniff.multiple
 
     def read(self, stream: BinaryIO) -> Iterator[Item]:
         trace_index = 0

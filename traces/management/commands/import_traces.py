@@ -28,8 +28,13 @@ class Command(BaseCommand):
         parser.add_argument("--dataset", required=True, help="dataset name (created if needed)")
         parser.add_argument("--org", default="default", help="organization slug")
         parser.add_argument("--no-progress", action="store_true")
+        parser.add_argument(
+            "--allow-duplicates",
+            action="store_true",
+            help="import traces the dataset already has (same content) again",
+        )
 
-    def handle(self, *args, paths, dataset, org, no_progress, **options):
+    def handle(self, *args, paths, dataset, org, no_progress, allow_duplicates, **options):
         missing = [str(p) for p in paths if not p.is_file()]
         if missing:
             raise CommandError(f"not a file: {', '.join(missing)}")
@@ -43,6 +48,7 @@ class Command(BaseCommand):
                 dataset_name=dataset,
                 files=_opened_one_at_a_time(paths),
                 progress=bar.update,
+                allow_duplicates=allow_duplicates,
             )
         except ImportFailed as exc:
             bar.close()
@@ -58,3 +64,11 @@ class Command(BaseCommand):
             f"into dataset {result.dataset.name!r} ({result.dataset.pk}) "
             f"in {result.seconds:.2f} s"
         )
+        if result.skipped:
+            self.stdout.write(
+                f"Skipped {len(result.skipped)} traces the dataset already had "
+                "(--allow-duplicates imports them again):"
+            )
+            for found in result.skipped:
+                where = ", ".join(f"{k} {found[k]}" for k in ("line", "trace") if k in found)
+                self.stdout.write(f"  {found['file']}, {where}: {found['name'] or '(no name)'}")
