@@ -31,6 +31,6 @@ def create(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("traces", "0009_images_per_organization")]
+    dependencies = [("traces", "0011_formats_content_hash")]
 
     operations = [migrations.RunPython(drop, create)]
