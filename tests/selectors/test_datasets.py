@@ -20,8 +20,10 @@ from traces.services.organizations import organization_get_or_create
 
 
 def imported(org, name: str, rewards: list[float]) -> Dataset:
-    traces = [{"messages": [{"role": "user", "content": f"hi {n}"}], "metadata": {"reward": r}}
-              for n, r in enumerate(rewards)]  # fmt: skip
+    traces = [
+        {"messages": [{"role": "user", "content": f"hi {name} {n}"}], "metadata": {"reward": r}}
+        for n, r in enumerate(rewards)
+    ]
     lines = b"".join(json.dumps(trace).encode() + b"\n" for trace in traces)
     return trace_import(
         organization=org, dataset_name=name, files=[(f"{name}.jsonl", io.BytesIO(lines))]
@@ -65,7 +67,7 @@ def test_a_datasets_trace_rows_carry_their_first_user_message_not_their_metadata
     dataset = imported(org, "rows", [1])
     imported(org, "other", [0, 0])
     (row,) = dataset_trace_rows(traces=dataset_traces(dataset=dataset))
-    assert row.first_user_payload is not None and "hi 1" in str(row.first_user_payload)
+    assert row.first_user_payload is not None and "hi rows 0" in str(row.first_user_payload)
     assert "metadata" in row.get_deferred_fields() and "extra" in row.get_deferred_fields()
 
 
