@@ -22,7 +22,17 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from rest_framework.test import APIClient
 
 from demo.generator import tiny_png
-from traces.models import ApiKey, Block, Dataset, Image, Membership, Organization, Trace
+from traces.models import (
+    Annotation,
+    ApiKey,
+    Block,
+    Dataset,
+    Image,
+    Label,
+    Membership,
+    Organization,
+    Trace,
+)
 from traces.services.api_keys import api_key_create
 from traces.services.imports import trace_import
 
@@ -98,6 +108,8 @@ class World:
     block: Block
     image: str
     victim_key: ApiKey
+    label: Label
+    annotation: Annotation
     users: dict[str, Any]
     secrets: dict[str, str]
 
@@ -132,7 +144,10 @@ def build_world(public: bool) -> World:
     dataset.save()
     trace = dataset.traces.get()
     block = trace.blocks.filter(sub_type="MESSAGE").order_by("created_at", "id").first()
-    return World(dataset, trace, block, Image.objects.get().sha256, victim, users, secrets)
+    label = Label.objects.create(dataset=dataset, name="gave up")
+    annotation = Annotation.objects.create(trace=trace, block=block, label=label, comment="c")
+    image = Image.objects.get().sha256
+    return World(dataset, trace, block, image, victim, label, annotation, users, secrets)
 
 
 def snapshot() -> dict[str, list]:
@@ -145,6 +160,8 @@ def snapshot() -> dict[str, list]:
         "blocks": list(Block.objects.order_by("pk").values("pk", "extra", "updated_at")),
         "images": list(Image.objects.order_by("pk").values_list("pk", flat=True)),
         "keys": list(ApiKey.objects.order_by("pk").values("pk", "name", "role", "revoked_at")),
+        "labels": list(Label.objects.order_by("pk").values()),
+        "annotations": list(Annotation.objects.order_by("pk").values()),
     }
 
 
@@ -197,6 +214,10 @@ WRITES = [
     Case("api-blocks", "post", "write", lambda c, w, p: as_json(c, "post", api(f"traces/{w.trace.pk}/blocks"), MESSAGE), 201),  # noqa: E501
     Case("api-blocks-batch", "post", "write", lambda c, w, p: as_json(c, "post", api(f"traces/{w.trace.pk}/blocks:batch"), {"blocks": [MESSAGE]}), 201),  # noqa: E501
     Case("api-block", "patch", "write", lambda c, w, p: as_json(c, "patch", api(f"blocks/{w.block.pk}"), {"extra": {"reward": 1}}), 200),  # noqa: E501
+    Case("api-labels", "post", "write", lambda c, w, p: as_json(c, "post", api(f"datasets/{w.dataset.pk}/labels"), {"name": "wrong tool"}), 201),  # noqa: E501
+    Case("api-label", "delete", "manage", lambda c, w, p: c.delete(api(f"datasets/{w.dataset.pk}/labels/{w.label.pk}")), 204),  # noqa: E501
+    Case("api-annotations", "post", "write", lambda c, w, p: as_json(c, "post", api(f"traces/{w.trace.pk}/annotations"), {"label": "gave up", "comment": "why"}), 201),  # noqa: E501
+    Case("api-annotation", "delete", "write", lambda c, w, p: c.delete(api(f"annotations/{w.annotation.pk}")), 204),  # noqa: E501
     Case("dataset-visibility", "post", "manage", lambda c, w, p: c.post(reverse("dataset-visibility", args=[w.dataset.pk]), {"public": "0" if p else "1"}), 302),  # noqa: E501
     Case("upload", "post", "write", lambda c, w, p: c.post(reverse("upload"), {"dataset": w.dataset.pk, "files": upload_file()}), 302),  # noqa: E501
     Case("upload", "post", "write", lambda c, w, p: c.post(reverse("upload"), {"organization": "acme", "name": "fresh", "files": upload_file()}), 302, "new dataset"),  # noqa: E501
@@ -217,6 +238,8 @@ READS = [
     Case("api-blocks", "get", "read", lambda c, w, p: c.get(api(f"traces/{w.trace.pk}/blocks")), 200),  # noqa: E501
     Case("api-blocks-stitched", "get", "read", lambda c, w, p: c.get(api(f"traces/{w.trace.pk}/blocks.stitched")), 200),  # noqa: E501
     Case("api-block", "get", "read", lambda c, w, p: c.get(api(f"blocks/{w.block.pk}")), 200),
+    Case("api-labels", "get", "read", lambda c, w, p: c.get(api(f"datasets/{w.dataset.pk}/labels")), 200),  # noqa: E501
+    Case("api-annotations", "get", "read", lambda c, w, p: c.get(api(f"traces/{w.trace.pk}/annotations")), 200),  # noqa: E501
     Case("datasets", "get", None, lambda c, w, p: c.get(reverse("datasets")), 200, anyone=True),
     Case("dataset", "get", "read", lambda c, w, p: c.get(reverse("dataset", args=[w.dataset.pk])), 200),  # noqa: E501
     Case("dataset", "get", "read", lambda c, w, p: c.get(reverse("dataset", args=[w.dataset.pk]), {"group": "task"}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="groups"), 200, "groups fragment"),  # noqa: E501

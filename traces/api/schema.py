@@ -8,9 +8,11 @@ from traces.api.outputs import ErrorOut
 _ERRORS = {
     400: "MALFORMED_JSON: the body is not JSON",
     401: "UNAUTHENTICATED: no or a bad API key",
+    403: "FORBIDDEN: your role in the organization does not allow it",
     404: "NOT_FOUND: no such organization, dataset, trace or block (or not yours)",
     405: "METHOD_NOT_ALLOWED",
-    409: "PARENT_SUBTYPE_MISMATCH, DUPLICATE_CALL_ID, DUPLICATE_RESULT_SEQ or IMMUTABLE_FIELD",
+    409: "PARENT_SUBTYPE_MISMATCH, DUPLICATE_CALL_ID, DUPLICATE_RESULT_SEQ, IMMUTABLE_FIELD, "
+    "DUPLICATE_NAME or DUPLICATE_LABEL",
     413: "PAYLOAD_TOO_LARGE: a field over its byte limit, or a body over the endpoint's limit",
     422: "VALIDATION: details name the field and rule",
     500: "INTERNAL: no traceback is ever sent",

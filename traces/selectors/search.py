@@ -1,17 +1,19 @@
-"""Full-text search over block content (PostgreSQL's GIN index, a scan on SQLite), and
-search of dataset names.
+"""Full-text search over block content (PostgreSQL's GIN index, a scan on SQLite) and over
+labels and comments, and search of dataset names.
 
 Search text holding NUL (U+0000) matches nothing: no name holds one, and stored content
 keeps it escaped (JSON text), so nothing could match it; PostgreSQL would refuse it.
 """
 
 from django.db import connection
-from django.db.models import BooleanField, Exists, F, Func, OuterRef, QuerySet, Value
+from django.db.models import BooleanField, Exists, F, Func, OuterRef, Q, QuerySet, Value
 
 from traces import kinds
 from traces.models import Block, Dataset, Trace
+from traces.selectors.annotations import annotations_matching
 
 NUL = "\x00"
+NOTED_MAX = 10_000  # traces found by their labels and comments, at most
 
 
 class PgTextMatch(Func):
@@ -52,7 +54,19 @@ def traces_matching(*, traces: QuerySet[Trace], text: str) -> QuerySet[Trace]:
         return traces.none()
     # A correlated EXISTS: the planner joins the index's hits to the traces, instead of
     # hashing every trace id of the dataset first.
-    return traces.filter(Exists(blocks_matching(text=text).filter(trace_id=OuterRef("pk"))))
+    in_blocks = Exists(blocks_matching(text=text).filter(trace_id=OuterRef("pk")))
+    # Labels and comments match too. They are few and short: their traces are read first,
+    # and only when some match does the condition grow (so a search that matches no
+    # annotation keeps the plan above).
+    noted = list(
+        annotations_matching(text=text)
+        .filter(trace__in=traces.values("pk"))
+        .values_list("trace_id", flat=True)
+        .distinct()[:NOTED_MAX]
+    )
+    if noted:
+        return traces.filter(in_blocks | Q(pk__in=noted))
+    return traces.filter(in_blocks)
 
 
 def datasets_matching(*, datasets: QuerySet[Dataset], text: str) -> QuerySet[Dataset]:
