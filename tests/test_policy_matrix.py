@@ -218,6 +218,12 @@ WRITES = [
     Case("api-label", "delete", "manage", lambda c, w, p: c.delete(api(f"datasets/{w.dataset.pk}/labels/{w.label.pk}")), 204),  # noqa: E501
     Case("api-annotations", "post", "write", lambda c, w, p: as_json(c, "post", api(f"traces/{w.trace.pk}/annotations"), {"label": "gave up", "comment": "why"}), 201),  # noqa: E501
     Case("api-annotation", "delete", "write", lambda c, w, p: c.delete(api(f"annotations/{w.annotation.pk}")), 204),  # noqa: E501
+    Case("dataset-label-add", "post", "write", lambda c, w, p: c.post(reverse("dataset-label-add", args=[w.dataset.pk]), {"name": "wrong tool"}), 302),  # noqa: E501
+    Case("dataset-label-add", "post", "write", lambda c, w, p: c.post(reverse("dataset-label-add", args=[w.dataset.pk]), {"name": "wrong tool"}, HTTP_HX_REQUEST="true"), 200, "through htmx"),  # noqa: E501
+    Case("dataset-label-remove", "post", "manage", lambda c, w, p: c.post(reverse("dataset-label-remove", args=[w.dataset.pk, w.label.pk])), 302),  # noqa: E501
+    Case("trace-annotate", "post", "write", lambda c, w, p: c.post(reverse("trace-annotate", args=[w.trace.pk]), {"label": "gave up", "block": w.block.pk}), 302),  # noqa: E501
+    Case("trace-annotate", "post", "write", lambda c, w, p: c.post(reverse("trace-annotate", args=[w.trace.pk]), {"comment": "why"}, HTTP_HX_REQUEST="true"), 200, "through htmx"),  # noqa: E501
+    Case("annotation-remove", "post", "write", lambda c, w, p: c.post(reverse("annotation-remove", args=[w.trace.pk, w.annotation.pk])), 302),  # noqa: E501
     Case("dataset-visibility", "post", "manage", lambda c, w, p: c.post(reverse("dataset-visibility", args=[w.dataset.pk]), {"public": "0" if p else "1"}), 302),  # noqa: E501
     Case("upload", "post", "write", lambda c, w, p: c.post(reverse("upload"), {"dataset": w.dataset.pk, "files": upload_file()}), 302),  # noqa: E501
     Case("upload", "post", "write", lambda c, w, p: c.post(reverse("upload"), {"organization": "acme", "name": "fresh", "files": upload_file()}), 302, "new dataset"),  # noqa: E501

@@ -6,14 +6,13 @@ keeps it escaped (JSON text), so nothing could match it; PostgreSQL would refuse
 """
 
 from django.db import connection
-from django.db.models import BooleanField, Exists, F, Func, OuterRef, Q, QuerySet, Value
+from django.db.models import BooleanField, Exists, F, Func, OuterRef, QuerySet, Value
 
 from traces import kinds
 from traces.models import Block, Dataset, Trace
 from traces.selectors.annotations import annotations_matching
 
 NUL = "\x00"
-NOTED_MAX = 10_000  # traces found by their labels and comments, at most
 
 
 class PgTextMatch(Func):
@@ -55,17 +54,11 @@ def traces_matching(*, traces: QuerySet[Trace], text: str) -> QuerySet[Trace]:
     # A correlated EXISTS: the planner joins the index's hits to the traces, instead of
     # hashing every trace id of the dataset first.
     in_blocks = Exists(blocks_matching(text=text).filter(trace_id=OuterRef("pk")))
-    # Labels and comments match too. They are few and short: their traces are read first,
-    # and only when some match does the condition grow (so a search that matches no
-    # annotation keeps the plan above).
-    noted = list(
-        annotations_matching(text=text)
-        .filter(trace__in=traces.values("pk"))
-        .values_list("trace_id", flat=True)
-        .distinct()[:NOTED_MAX]
-    )
-    if noted:
-        return traces.filter(in_blocks | Q(pk__in=noted))
+    # Labels and comments match too. They are few and short: the condition grows only
+    # when one matches at all, so that a search that matches none keeps the plan above.
+    notes = annotations_matching(text=text)
+    if notes.exists():
+        return traces.filter(in_blocks | Exists(notes.filter(trace_id=OuterRef("pk"))))
     return traces.filter(in_blocks)
 
 
