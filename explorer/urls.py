@@ -5,7 +5,17 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from explorer.views import dataset, datasets, health, images, keys, labels, trace, upload
+from explorer.views import (
+    dataset,
+    dataset_settings,
+    datasets,
+    health,
+    images,
+    keys,
+    labels,
+    trace,
+    upload,
+)
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -21,6 +31,8 @@ urlpatterns = [
     path("d/<str:dataset_id>/", dataset.dataset_page, name="dataset"),
     path("d/<str:dataset_id>/export", dataset.dataset_export, name="dataset-export"),
     path("d/<str:dataset_id>/visibility", dataset.dataset_visibility, name="dataset-visibility"),
+    path("d/<str:dataset_id>/edit", dataset_settings.dataset_edit, name="dataset-edit"),
+    path("d/<str:dataset_id>/delete", dataset_settings.dataset_remove, name="dataset-delete"),
     path("d/<str:dataset_id>/labels", labels.dataset_label_add, name="dataset-label-add"),
     path(
         "d/<str:dataset_id>/labels/<str:label_id>/remove",

@@ -218,6 +218,9 @@ WRITES = [
     Case("api-label", "delete", "manage", lambda c, w, p: c.delete(api(f"datasets/{w.dataset.pk}/labels/{w.label.pk}")), 204),  # noqa: E501
     Case("api-annotations", "post", "write", lambda c, w, p: as_json(c, "post", api(f"traces/{w.trace.pk}/annotations"), {"label": "gave up", "comment": "why"}), 201),  # noqa: E501
     Case("api-annotation", "delete", "write", lambda c, w, p: c.delete(api(f"annotations/{w.annotation.pk}")), 204),  # noqa: E501
+    Case("dataset-edit", "post", "write", lambda c, w, p: c.post(reverse("dataset-edit", args=[w.dataset.pk]), {"name": "runs", "description": "d", "metadata": '{"k": 1}'}), 302, "description"),  # noqa: E501
+    Case("dataset-edit", "post", "manage", lambda c, w, p: c.post(reverse("dataset-edit", args=[w.dataset.pk]), {"name": "renamed", "description": "", "metadata": ""}), 302, "rename"),  # noqa: E501
+    Case("dataset-delete", "post", "manage", lambda c, w, p: c.post(reverse("dataset-delete", args=[w.dataset.pk]), {"confirm": "runs"}), 302),  # noqa: E501
     Case("dataset-label-add", "post", "write", lambda c, w, p: c.post(reverse("dataset-label-add", args=[w.dataset.pk]), {"name": "wrong tool"}), 302),  # noqa: E501
     Case("dataset-label-add", "post", "write", lambda c, w, p: c.post(reverse("dataset-label-add", args=[w.dataset.pk]), {"name": "wrong tool"}, HTTP_HX_REQUEST="true"), 200, "through htmx"),  # noqa: E501
     Case("dataset-label-remove", "post", "manage", lambda c, w, p: c.post(reverse("dataset-label-remove", args=[w.dataset.pk, w.label.pk])), 302),  # noqa: E501
@@ -250,6 +253,8 @@ READS = [
     Case("dataset", "get", "read", lambda c, w, p: c.get(reverse("dataset", args=[w.dataset.pk])), 200),  # noqa: E501
     Case("dataset", "get", "read", lambda c, w, p: c.get(reverse("dataset", args=[w.dataset.pk]), {"group": "task"}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="groups"), 200, "groups fragment"),  # noqa: E501
     Case("dataset", "get", "read", lambda c, w, p: c.get(reverse("dataset", args=[w.dataset.pk]), HTTP_HX_REQUEST="true", HTTP_HX_TARGET="traces"), 200, "traces fragment"),  # noqa: E501
+    Case("dataset-edit", "get", "write", lambda c, w, p: c.get(reverse("dataset-edit", args=[w.dataset.pk])), 200),  # noqa: E501
+    Case("dataset-delete", "get", "manage", lambda c, w, p: c.get(reverse("dataset-delete", args=[w.dataset.pk])), 200),  # noqa: E501
     Case("dataset-export", "get", "read", lambda c, w, p: c.get(reverse("dataset-export", args=[w.dataset.pk])), 200),  # noqa: E501
     Case("trace", "get", "read", lambda c, w, p: c.get(reverse("trace", args=[w.trace.pk])), 200),  # noqa: E501
     Case("trace", "get", "read", lambda c, w, p: c.get(reverse("trace", args=[w.trace.pk]), {"after": 0}, HTTP_HX_REQUEST="true"), 200, "chunk fragment"),  # noqa: E501

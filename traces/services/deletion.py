@@ -37,6 +37,10 @@ def trace_delete(*, trace: Trace) -> None:
 
 
 def dataset_delete(*, dataset: Dataset) -> None:
+    """The dataset and everything in it. Its row is locked first, as an import into it
+    locks it (traces.services.datasets.dataset_lock_next_index): a running import ends
+    before the deletion starts, and one that starts later finds no dataset."""
     with transaction.atomic():
+        Dataset.objects.select_for_update().filter(pk=dataset.pk).first()
         _delete_traces(Trace.objects.filter(dataset_id=dataset.pk))
         Dataset.objects.filter(pk=dataset.pk).delete()
