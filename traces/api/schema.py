@@ -27,6 +27,29 @@ def errors(*codes: int) -> dict[int, OpenApiResponse]:
     }
 
 
+ORG_DESCRIPTION = (
+    "the organization's slug (e.g. `demo`): every path of the API is under "
+    "/v1/organizations/{org}/, and a key works in its own organization only"
+)
+
+
+def describe_organization(result, generator, request, public):
+    """A postprocessing hook: the `org` path parameter of every operation says what it is
+    and gives an example, so that the docs page shows the organization in every path and
+    "Try it out" asks for it first."""
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", []):
+                if parameter.get("in") == "path" and parameter.get("name") == "org":
+                    parameter["description"] = ORG_DESCRIPTION
+                    parameter["example"] = "demo"
+            parameters = operation.get("parameters", [])
+            operation["parameters"] = sorted(
+                parameters, key=lambda p: (p.get("in") != "path", p.get("name") != "org")
+            )
+    return result
+
+
 def page_parameters(*, most: int, default: int) -> list[OpenApiParameter]:
     """The parameters of a list answered a page at a time."""
     return [
