@@ -63,15 +63,23 @@ def annotations_context(
     }
 
 
-def _dataset_answer(request, dataset: Dataset, error: str = "", entered: str = ""):
+def _answer(request, template: str, partial: str, context, page_url: str, error: str = ""):
+    """A POST's outcome: for htmx the changed partial (422 with the error), for a browser
+    a redirect back to the page (the error as a message)."""
     if wants_partial(request):
-        context = labels_context(request, dataset, error, entered)
-        return render_page(
-            request, DATASET_TEMPLATE, context, partial="labels", status=422 if error else 200
-        )
+        status = 422 if error else 200
+        return render_page(request, template, context(), partial=partial, status=status)
     if error:
         messages.error(request, f"The label was not saved: {error}")
-    return HttpResponseRedirect(reverse("dataset", args=[dataset.pk]) + "#labels")
+    return HttpResponseRedirect(page_url)
+
+
+def _dataset_answer(request, dataset: Dataset, error: str = "", entered: str = ""):
+    return _answer(
+        request, DATASET_TEMPLATE, "labels",
+        lambda: labels_context(request, dataset, error, entered),
+        reverse("dataset", args=[dataset.pk]) + "#labels", error,
+    )  # fmt: skip
 
 
 @require_POST
@@ -99,14 +107,11 @@ def dataset_label_remove(request, dataset_id: str, label_id: str):
 
 
 def _trace_answer(request, trace: Trace, error: str = "", entered: str = "", block: str = ""):
-    if wants_partial(request):
-        context = annotations_context(request, trace, block=block, error=error, entered=entered)
-        return render_page(
-            request, TRACE_TEMPLATE, context, partial="annotations", status=422 if error else 200
-        )
-    if error:
-        messages.error(request, f"The label was not saved: {error}")
-    return HttpResponseRedirect(reverse("trace", args=[trace.pk]) + "#annotations")
+    return _answer(
+        request, TRACE_TEMPLATE, "annotations",
+        lambda: annotations_context(request, trace, block=block, error=error, entered=entered),
+        reverse("trace", args=[trace.pk]) + "#annotations", error,
+    )  # fmt: skip
 
 
 @require_POST

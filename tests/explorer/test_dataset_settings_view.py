@@ -2,12 +2,10 @@
 rename, delete after a confirmation step; each refusal says why."""
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.test import Client
 from django.urls import reverse
 
-from tests.real_runs import tau2_dataset
-from traces.models import Annotation, Block, Dataset, Membership, Trace
+from tests.real_runs import signed_in, tau2_dataset
+from traces.models import Annotation, Block, Dataset, Trace
 from traces.services.annotations import annotation_create, label_create
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -18,22 +16,14 @@ def runs(org):
     return tau2_dataset(org)
 
 
-def _client(org, role: str) -> Client:
-    user = get_user_model().objects.create(username=role)
-    Membership.objects.create(user=user, organization=org, role=role)
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 def test_the_form_shows_the_metadata_as_stored(org, runs):
-    page = _client(org, "owner").get(reverse("dataset-edit", args=[runs.pk])).content.decode()
+    page = signed_in(org, "owner").get(reverse("dataset-edit", args=[runs.pk])).content.decode()
     assert 'name="name" maxlength="200" required value="telecom"' in page
-    assert '{\n  &quot;benchmark&quot;: &quot;tau2-bench&quot;,\n  &quot;domain&quot;' in page
+    assert "{\n  &quot;benchmark&quot;: &quot;tau2-bench&quot;,\n  &quot;domain&quot;" in page
 
 
 def test_an_owner_renames_and_edits_description_and_metadata(org, runs):
-    response = _client(org, "owner").post(
+    response = signed_in(org, "owner").post(
         reverse("dataset-edit", args=[runs.pk]),
         {"name": "telecom gpt-4.1", "description": "5 tasks x 4 trials",
          "metadata": '{"model": "gpt-4.1", "accuracy": 0.8}'},
@@ -45,7 +35,7 @@ def test_an_owner_renames_and_edits_description_and_metadata(org, runs):
 
 
 def test_a_member_edits_the_description_but_may_not_rename(org, runs):
-    member = _client(org, "member")
+    member = signed_in(org, "member")
     url = reverse("dataset-edit", args=[runs.pk])
     page = member.get(url).content.decode()
     assert "Only the organization's owners rename a dataset." in page
@@ -67,7 +57,7 @@ def test_a_member_edits_the_description_but_may_not_rename(org, runs):
 )
 def test_bad_metadata_answers_the_form_with_why(org, runs, metadata, why):
     before = runs.metadata
-    response = _client(org, "owner").post(
+    response = signed_in(org, "owner").post(
         reverse("dataset-edit", args=[runs.pk]),
         {"name": "telecom", "description": "", "metadata": metadata},
         **HTMX,
@@ -80,7 +70,7 @@ def test_bad_metadata_answers_the_form_with_why(org, runs, metadata, why):
 
 def test_a_taken_name_is_refused(org, runs):
     tau2_dataset(org, name="other")
-    response = _client(org, "owner").post(
+    response = signed_in(org, "owner").post(
         reverse("dataset-edit", args=[runs.pk]), {"name": "other", "metadata": ""}
     )
     assert response.status_code == 422
@@ -88,7 +78,7 @@ def test_a_taken_name_is_refused(org, runs):
 
 
 def test_delete_asks_first_then_deletes_everything(org, runs):
-    owner = _client(org, "owner")
+    owner = signed_in(org, "owner")
     label_create(dataset=runs, name="gave up")
     annotation_create(trace=runs.traces.first(), label="gave up")
     url = reverse("dataset-delete", args=[runs.pk])
@@ -103,7 +93,7 @@ def test_delete_asks_first_then_deletes_everything(org, runs):
 
 
 def test_a_member_may_not_delete(org, runs):
-    member = _client(org, "member")
+    member = signed_in(org, "member")
     url = reverse("dataset-delete", args=[runs.pk])
     assert member.get(url).status_code == 403
     assert member.post(url, {"confirm": "telecom"}).status_code == 403

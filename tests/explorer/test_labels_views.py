@@ -3,12 +3,10 @@ tagging a trace or a block on the trace page, with and without htmx, on real tau
 runs."""
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.test import Client
 from django.urls import reverse
 
-from tests.real_runs import tau2_dataset
-from traces.models import Annotation, Label, Membership
+from tests.real_runs import signed_in, tau2_dataset
+from traces.models import Annotation, Label
 from traces.services.annotations import annotation_create, label_create
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -19,17 +17,9 @@ def runs(org):
     return tau2_dataset(org)
 
 
-def _client(org, role: str) -> Client:
-    user = get_user_model().objects.create(username=role)
-    Membership.objects.create(user=user, organization=org, role=role)
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 @pytest.fixture
 def member(org):
-    return _client(org, "member")
+    return signed_in(org, "member")
 
 
 def test_a_member_adds_a_label_and_the_page_counts_its_traces(member, runs):
@@ -72,7 +62,7 @@ def test_a_member_may_not_remove_a_label_an_owner_may(member, org, runs):
     annotation_create(trace=runs.traces.first(), label="gave up")
     url = reverse("dataset-label-remove", args=[runs.pk, label.pk])
     assert member.post(url).status_code == 403
-    assert _client(org, "owner").post(url).status_code == 302
+    assert signed_in(org, "owner").post(url).status_code == 302
     assert not Label.objects.exists() and not Annotation.objects.exists()
 
 
@@ -121,5 +111,5 @@ def test_a_viewer_sees_labels_but_no_form(org, runs):
     label_create(dataset=runs, name="gave up")
     trace = runs.traces.first()
     annotation_create(trace=trace, label="gave up", comment="no retry")
-    page = _client(org, "viewer").get(reverse("trace", args=[trace.pk])).content.decode()
+    page = signed_in(org, "viewer").get(reverse("trace", args=[trace.pk])).content.decode()
     assert "no retry" in page and 'class="annotate"' not in page
