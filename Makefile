@@ -18,9 +18,11 @@ $(STAMP): pyproject.toml client/pyproject.toml
 install: $(STAMP)
 
 # DEBUG=1: a laptop, where the development SECRET_KEY is allowed (explorer/settings.py).
+# The database (db.sqlite3, or DATABASE_URL) is kept between runs: the demo is loaded only
+# when absent, so its ids, and links to it, stay the same.
 run: install
 	DEBUG=1 $(PY) manage.py migrate --noinput
-	DEBUG=1 $(PY) manage.py load_demo
+	DEBUG=1 $(PY) manage.py load_demo --if-absent
 	@echo "Serving on http://$(HOST):$(PORT)/ (log in as demo / demo; admin at /admin/)"
 	DEBUG=1 $(PY) manage.py runserver $(HOST):$(PORT)
 

@@ -11,6 +11,7 @@ from django.core.paginator import Paginator
 from traces import jsontext
 from traces.models import Trace
 from traces.rewards import rate_tone, reward_tone
+from traces.selectors.annotations import trace_label_names
 from traces.selectors.datasets import dataset_trace_rows
 from traces.selectors.stats import (
     Histogram,
@@ -54,6 +55,7 @@ class Filters:
     reward_min: str = ""
     meta: str = ""
     annotated: str = ""
+    label: str = ""
     sort: str = "index"
     group: str = ""
 
@@ -70,6 +72,7 @@ class Filters:
             reward_min=reward_min[:40],
             meta=get.get("meta", "").strip()[:1000],
             annotated=get.get("annotated", "") if get.get("annotated") in ("yes", "no") else "",
+            label=get.get("label", "").strip()[:100],
             sort=get.get("sort", "index") if get.get("sort") in SORTS else "index",
             group=get.get("group", "")[:500],
         )
@@ -82,6 +85,7 @@ class Filters:
             "reward_min": self.reward_min if self.reward == "gte" else "",
             "meta": self.meta,
             "annotated": self.annotated,
+            "label": self.label,
             "sort": "" if self.sort == "index" else self.sort,
             "group": self.group,
             **changes,
@@ -93,7 +97,7 @@ class Filters:
 
     @property
     def active(self) -> bool:
-        return bool(self.q or self.reward or self.meta or self.annotated)
+        return bool(self.q or self.reward or self.meta or self.annotated or self.label)
 
     def trace_filter(self) -> tuple[TraceFilter, list[str]]:
         """The form as the filter the trace list applies, and what could not be
@@ -124,6 +128,7 @@ class Filters:
                 found.metadata[key] = value
         if self.annotated:
             found.annotated = self.annotated == "yes"
+        found.label = self.label
         return found, errors
 
 
@@ -290,6 +295,7 @@ def histogram_bars(histogram: Histogram) -> dict[str, Any]:
 
 def _trace_rows(page_traces: list[Trace]) -> list[dict[str, Any]]:
     tools = tools_used(trace_ids=[t.pk for t in page_traces])
+    labels = trace_label_names(trace_ids=[t.pk for t in page_traces])
     rows = []
     for trace in page_traces:
         tone, text = reward_badge(trace.reward)
@@ -298,6 +304,7 @@ def _trace_rows(page_traces: list[Trace]) -> list[dict[str, Any]]:
                 "trace": trace,
                 "first_message": _first_line(message_text(trace.first_user_payload)),
                 "tools": tools.get(trace.pk, []),
+                "labels": labels.get(trace.pk, []),
                 "reward_tone": tone,
                 "reward_text": text,
             }

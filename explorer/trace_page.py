@@ -7,6 +7,7 @@ import re
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from django.urls import reverse
@@ -24,6 +25,7 @@ from traces.ingest.images import referenced_images
 from traces.models import Trace
 from traces.policy import Action, allows
 from traces.rewards import reward_tone
+from traces.selectors.annotations import block_label_names
 from traces.selectors.images import trace_image_types
 from traces.validation import reward_of
 
@@ -126,6 +128,7 @@ class BlockView:
     role_class: str = ""
     tone: str = ""  # one of a few colours for free-text roles (agents of a team)
     cost: int = 0
+    labels: list[str] = field(default_factory=list)  # names of its failure labels
 
     @property
     def head_template(self) -> str:
@@ -210,6 +213,11 @@ class PageRenderer:
         self.ctx = Context(image_url=self.image_url, as_text=as_text)
         self.effort = Effort()  # one for the whole response (explorer/render/effort.py)
 
+    @cached_property
+    def block_labels(self) -> dict[str, list[str]]:
+        """Block id -> the names of its labels: one query a request."""
+        return block_label_names(trace=self.trace)
+
     def image_url(self, sha: str) -> str:
         return reverse("trace-image", args=[self.trace.pk, sha])
 
@@ -287,6 +295,7 @@ class PageRenderer:
             raw_size=raw_size,
             has_raw=has_raw,
             reward=self.reward(node),
+            labels=self.block_labels.get(node["id"], []),
             has_text_view=kind.render in MARKDOWN_RENDERERS,
             awaits_children=bool(kinds.children_of(kind.sub_type)),
             role_class=ROLE_CLASSES.get(role.lower(), "other") if role else "",

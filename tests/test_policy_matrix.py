@@ -22,7 +22,17 @@ from rest_framework.test import APIClient
 
 from demo.generator import tiny_png
 from tests.conftest import organization, user_in
-from traces.models import ApiKey, Block, Dataset, Image, Membership, Organization, Trace
+from traces.models import (
+    Annotation,
+    ApiKey,
+    Block,
+    Dataset,
+    Image,
+    Label,
+    Membership,
+    Organization,
+    Trace,
+)
 from traces.services.api_keys import api_key_create
 from traces.services.imports import trace_import
 
@@ -98,6 +108,8 @@ class World:
     block: Block
     image: str
     victim_key: ApiKey
+    label: Label
+    annotation: Annotation
     users: dict[str, Any]
     secrets: dict[str, str]
 
@@ -129,7 +141,10 @@ def build_world(public: bool) -> World:
     dataset.save()
     trace = dataset.traces.get()
     block = trace.blocks.filter(sub_type="MESSAGE").order_by("created_at", "id").first()
-    return World(dataset, trace, block, Image.objects.get().sha256, victim, users, secrets)
+    label = Label.objects.create(dataset=dataset, name="gave up")
+    annotation = Annotation.objects.create(trace=trace, block=block, label=label, comment="c")
+    image = Image.objects.get().sha256
+    return World(dataset, trace, block, image, victim, label, annotation, users, secrets)
 
 
 def snapshot() -> dict[str, list]:
@@ -142,6 +157,8 @@ def snapshot() -> dict[str, list]:
         "blocks": list(Block.objects.order_by("pk").values("pk", "extra", "updated_at")),
         "images": list(Image.objects.order_by("pk").values_list("pk", flat=True)),
         "keys": list(ApiKey.objects.order_by("pk").values("pk", "name", "role", "revoked_at")),
+        "labels": list(Label.objects.order_by("pk").values()),
+        "annotations": list(Annotation.objects.order_by("pk").values()),
     }
 
 
@@ -194,6 +211,19 @@ WRITES = [
     Case("api-blocks", "post", "write", lambda c, w, p: as_json(c, "post", api(f"traces/{w.trace.pk}/blocks"), MESSAGE), 201),  # noqa: E501
     Case("api-blocks-batch", "post", "write", lambda c, w, p: as_json(c, "post", api(f"traces/{w.trace.pk}/blocks:batch"), {"blocks": [MESSAGE]}), 201),  # noqa: E501
     Case("api-block", "patch", "write", lambda c, w, p: as_json(c, "patch", api(f"blocks/{w.block.pk}"), {"extra": {"reward": 1}}), 200),  # noqa: E501
+    Case("api-labels", "post", "write", lambda c, w, p: as_json(c, "post", api(f"datasets/{w.dataset.pk}/labels"), {"name": "wrong tool"}), 201),  # noqa: E501
+    Case("api-label", "delete", "manage", lambda c, w, p: c.delete(api(f"datasets/{w.dataset.pk}/labels/{w.label.pk}")), 204),  # noqa: E501
+    Case("api-annotations", "post", "write", lambda c, w, p: as_json(c, "post", api(f"traces/{w.trace.pk}/annotations"), {"label": "gave up", "comment": "why"}), 201),  # noqa: E501
+    Case("api-annotation", "delete", "write", lambda c, w, p: c.delete(api(f"annotations/{w.annotation.pk}")), 204),  # noqa: E501
+    Case("dataset-edit", "post", "write", lambda c, w, p: c.post(reverse("dataset-edit", args=[w.dataset.pk]), {"name": "runs", "description": "d", "metadata": '{"k": 1}'}), 302, "description"),  # noqa: E501
+    Case("dataset-edit", "post", "manage", lambda c, w, p: c.post(reverse("dataset-edit", args=[w.dataset.pk]), {"name": "renamed", "description": "", "metadata": ""}), 302, "rename"),  # noqa: E501
+    Case("dataset-delete", "post", "manage", lambda c, w, p: c.post(reverse("dataset-delete", args=[w.dataset.pk]), {"confirm": "runs"}), 302),  # noqa: E501
+    Case("dataset-label-add", "post", "write", lambda c, w, p: c.post(reverse("dataset-label-add", args=[w.dataset.pk]), {"name": "wrong tool"}), 302),  # noqa: E501
+    Case("dataset-label-add", "post", "write", lambda c, w, p: c.post(reverse("dataset-label-add", args=[w.dataset.pk]), {"name": "wrong tool"}, HTTP_HX_REQUEST="true"), 200, "through htmx"),  # noqa: E501
+    Case("dataset-label-remove", "post", "manage", lambda c, w, p: c.post(reverse("dataset-label-remove", args=[w.dataset.pk, w.label.pk])), 302),  # noqa: E501
+    Case("trace-annotate", "post", "write", lambda c, w, p: c.post(reverse("trace-annotate", args=[w.trace.pk]), {"label": "gave up", "block": w.block.pk}), 302),  # noqa: E501
+    Case("trace-annotate", "post", "write", lambda c, w, p: c.post(reverse("trace-annotate", args=[w.trace.pk]), {"comment": "why"}, HTTP_HX_REQUEST="true"), 200, "through htmx"),  # noqa: E501
+    Case("annotation-remove", "post", "write", lambda c, w, p: c.post(reverse("annotation-remove", args=[w.trace.pk, w.annotation.pk])), 302),  # noqa: E501
     Case("dataset-visibility", "post", "manage", lambda c, w, p: c.post(reverse("dataset-visibility", args=[w.dataset.pk]), {"public": "0" if p else "1"}), 302),  # noqa: E501
     Case("upload", "post", "write", lambda c, w, p: c.post(reverse("upload"), {"dataset": w.dataset.pk, "files": upload_file()}), 302),  # noqa: E501
     Case("upload", "post", "write", lambda c, w, p: c.post(reverse("upload"), {"organization": "acme", "name": "fresh", "files": upload_file()}), 302, "new dataset"),  # noqa: E501
@@ -214,10 +244,14 @@ READS = [
     Case("api-blocks", "get", "read", lambda c, w, p: c.get(api(f"traces/{w.trace.pk}/blocks")), 200),  # noqa: E501
     Case("api-blocks-stitched", "get", "read", lambda c, w, p: c.get(api(f"traces/{w.trace.pk}/blocks.stitched")), 200),  # noqa: E501
     Case("api-block", "get", "read", lambda c, w, p: c.get(api(f"blocks/{w.block.pk}")), 200),
+    Case("api-labels", "get", "read", lambda c, w, p: c.get(api(f"datasets/{w.dataset.pk}/labels")), 200),  # noqa: E501
+    Case("api-annotations", "get", "read", lambda c, w, p: c.get(api(f"traces/{w.trace.pk}/annotations")), 200),  # noqa: E501
     Case("datasets", "get", None, lambda c, w, p: c.get(reverse("datasets")), 200, anyone=True),
     Case("dataset", "get", "read", lambda c, w, p: c.get(reverse("dataset", args=[w.dataset.pk])), 200),  # noqa: E501
     Case("dataset", "get", "read", lambda c, w, p: c.get(reverse("dataset", args=[w.dataset.pk]), {"group": "task"}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="groups"), 200, "groups fragment"),  # noqa: E501
     Case("dataset", "get", "read", lambda c, w, p: c.get(reverse("dataset", args=[w.dataset.pk]), HTTP_HX_REQUEST="true", HTTP_HX_TARGET="traces"), 200, "traces fragment"),  # noqa: E501
+    Case("dataset-edit", "get", "write", lambda c, w, p: c.get(reverse("dataset-edit", args=[w.dataset.pk])), 200),  # noqa: E501
+    Case("dataset-delete", "get", "manage", lambda c, w, p: c.get(reverse("dataset-delete", args=[w.dataset.pk])), 200),  # noqa: E501
     Case("dataset-export", "get", "read", lambda c, w, p: c.get(reverse("dataset-export", args=[w.dataset.pk])), 200),  # noqa: E501
     Case("trace", "get", "read", lambda c, w, p: c.get(reverse("trace", args=[w.trace.pk])), 200),  # noqa: E501
     Case("trace", "get", "read", lambda c, w, p: c.get(reverse("trace", args=[w.trace.pk]), {"after": 0}, HTTP_HX_REQUEST="true"), 200, "chunk fragment"),  # noqa: E501

@@ -265,3 +265,60 @@ class ApiKey(models.Model):
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.name or 'unnamed'})"
+
+
+class Label(models.Model):
+    """A word of a dataset's own vocabulary of failure labels ("wrong tool", "gave up"),
+    which its annotations tag traces and blocks with."""
+
+    id = models.CharField(primary_key=True, max_length=32, default=ids.label_id, editable=False)
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="labels")
+    name = models.CharField(max_length=100)
+    description = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["dataset", "name"], name="label_name_unique")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Annotation(models.Model):
+    """The one model of what a reader says about a trace or one of its blocks: a label of
+    the dataset's vocabulary, a free comment, or both. A reward stays in `extra`
+    (DESIGN.md), the spec's place for it."""
+
+    id = models.CharField(
+        primary_key=True, max_length=32, default=ids.annotation_id, editable=False
+    )
+    # No index of its own: annotation_trace starts with trace_id.
+    trace = models.ForeignKey(
+        Trace, on_delete=models.CASCADE, related_name="annotations", db_index=False
+    )
+    block = models.ForeignKey(
+        Block, on_delete=models.CASCADE, related_name="annotations", null=True, blank=True
+    )
+    label = models.ForeignKey(
+        Label, on_delete=models.CASCADE, related_name="annotations", null=True, blank=True
+    )
+    comment = models.TextField(blank=True, default="")
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
+    )
+    api_key = models.ForeignKey(ApiKey, on_delete=models.SET_NULL, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(label__isnull=False) | ~Q(comment=""),
+                name="annotation_label_or_comment",
+            ),
+        ]
+        indexes = [models.Index(fields=["trace", "created_at"], name="annotation_trace")]
+
+    def __str__(self) -> str:
+        return self.id

@@ -19,6 +19,7 @@ from explorer.access import actor, policy_errors
 from explorer.views.base import clean_url, htmx_target, render_page
 from traces.policy import Action, allows
 from traces.selectors.access import dataset_for
+from traces.selectors.annotations import label_counts, labels_of
 from traces.selectors.datasets import dataset_export_disposition, dataset_traces
 from traces.selectors.exports import EXPORT_FORMATS, dataset_export_lines
 from traces.selectors.stats import (
@@ -50,6 +51,7 @@ def dataset_page(request, dataset_id: str):
         "reward_choices": view_models.REWARD_CHOICES,
         "annotated_choices": view_models.ANNOTATED_CHOICES,
         "sort_choices": SORT_CHOICES,
+        "label_choices": [label.name for label in labels_of(dataset=dataset)],
     }
     target = htmx_target(request)
     if target == "groups":
@@ -96,6 +98,7 @@ def _summary_context(request, dataset, all_traces) -> dict[str, Any]:
         "metadata_raw_url": reverse("api-dataset", args=[dataset.organization.slug, dataset.pk]),
         "can_upload": allows(actor(request), Action.WRITE, dataset),
         "can_manage": allows(actor(request), Action.MANAGE, dataset),
+        "label_counts": label_counts(dataset=dataset),
     }
 
 

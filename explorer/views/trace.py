@@ -23,6 +23,7 @@ from explorer.access import actor, policy_errors
 from explorer.render.content import safe
 from explorer.render.json import json_html
 from explorer.views.base import htmx_target, render_page, wants_partial
+from explorer.views.labels import annotations_context
 from traces.errors import NotFound, ValidationFailed
 from traces.models import Block, Trace
 from traces.policy import Action
@@ -96,6 +97,7 @@ def trace_page(request, trace_id: str):
         "trace_reward": page.trace_reward(trace, renderer.can_edit),
         **page.reward_summary(trace),
         "can_edit": renderer.can_edit,
+        **annotations_context(request, trace, block=request.GET.get("annotate", "")),
         "start": start,
         "start_url": reverse("trace", args=[trace.pk]),
         "nav": "datasets",

@@ -68,7 +68,11 @@ URL_ATTRIBUTES = {"href", "src", "action", "formaction", "xlink:href", "poster",
 FORBIDDEN_TAGS = {"iframe", "frame", "frameset", "object", "embed", "applet", "svg", "math",
                   "base", "style", "template", "noscript", "textarea", "select",
                   "video", "audio", "source", "portal"}  # fmt: skip
-FORM_ACTION = re.compile(r"^/(accounts/logout/|t/[A-Za-z0-9_]+/(b/[A-Za-z0-9_]+/)?reward)$")
+FORM_ACTION = re.compile(
+    r"^/(accounts/logout/|t/[A-Za-z0-9_]+/(b/[A-Za-z0-9_]+/)?reward"
+    r"|t/[A-Za-z0-9_]+/annotations(/[A-Za-z0-9_]+/remove)?)$"
+)
+HX_TARGET = re.compile(r"^(#(body|raw)-[A-Za-z0-9_]+|#annotations|closest \.more-rows)$")
 OWN_IMAGE = re.compile(r"^/t/[A-Za-z0-9_]+/images/[0-9a-f]{64}$")
 
 
@@ -220,7 +224,7 @@ class Checker(HTMLParser):
             if not value.startswith("/t/"):
                 self.problems.append(f"<{tag} {name}={value!r}>")
         elif name == "hx-target":
-            if not re.match(r"^(#(body|raw)-[A-Za-z0-9_]+|closest \.more-rows)$", value):
+            if not HX_TARGET.match(value):
                 self.problems.append(f"<{tag} {name}={value!r}>")
         elif name == "hx-swap":
             if value != "outerHTML":

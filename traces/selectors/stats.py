@@ -16,8 +16,9 @@ Definitions (the pages show them in their tooltips):
   pass@k = 1 - C(n-c, k) / C(n, k)  (at least one of k trials succeeds; unbiased, Chen
   et al. 2021), pass^k = C(c, k) / C(n, k)  (all k trials succeed; tau-bench). The
   dataset's value is the mean over the groups with at least k rewarded trials.
-- A trace is *annotated* when its own `extra` holds any key or any of its blocks has a
-  non-empty `extra`: someone (or some code) wrote on it after the import.
+- A trace is *annotated* when its own `extra` holds any key, any of its blocks has a
+  non-empty `extra`, or it or a block has a label or comment (an `Annotation`): someone
+  (or some code) wrote on it after the import.
 
 Trace metadata is JSON kept as text (traces.jsontext); reading one of its keys is done
 by each database's JSON functions: SQLite's json_each, PostgreSQL's `json` type (not
@@ -47,7 +48,7 @@ from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce, Floor
 
 from traces import jsontext
-from traces.models import Block, Dataset, SubType, Trace
+from traces.models import Annotation, Block, Dataset, SubType, Trace
 from traces.rewards import SUCCESS, succeeded
 
 PASS_K_MAX = 5
@@ -552,7 +553,8 @@ def traces_with_metadata_value(*, traces: QuerySet[Trace], key: str, value: str)
 def traces_annotated(*, traces: QuerySet[Trace], annotated: bool = True) -> QuerySet[Trace]:
     """Annotated (see the module docstring) or not."""
     block_notes = Block.objects.filter(trace=OuterRef("pk")).exclude(extra=_EMPTY)
-    condition = ~Q(extra=_EMPTY) | Exists(block_notes)
+    labelled = Annotation.objects.filter(trace=OuterRef("pk"))
+    condition = ~Q(extra=_EMPTY) | Exists(block_notes) | Exists(labelled)
     return traces.filter(condition) if annotated else traces.exclude(condition)
 
 

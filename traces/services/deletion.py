@@ -2,13 +2,14 @@
 
 Django's cascade would load the id of every block first (blocks point at blocks);
 a dataset of millions of blocks would hang. The parent keys are deferred, so
-blocks can go in one statement. An image goes with the last trace linked to it.
+blocks can go in one statement; their labels and comments go first. An image goes
+with the last trace linked to it.
 """
 
 from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, QuerySet
 
-from traces.models import Block, Dataset, Image, Trace, TraceImage
+from traces.models import Annotation, Block, Dataset, Image, Trace, TraceImage
 
 
 def _delete_images_only_they_use(traces: QuerySet[Trace]) -> None:
@@ -33,6 +34,7 @@ def _delete_images_only_they_use(traces: QuerySet[Trace]) -> None:
 def _delete_traces(traces: QuerySet[Trace]) -> int:
     _delete_images_only_they_use(traces)
     TraceImage.objects.filter(trace__in=traces.values("id"))._raw_delete(TraceImage.objects.db)
+    Annotation.objects.filter(trace__in=traces.values("id"))._raw_delete(Annotation.objects.db)
     Block.objects.filter(trace__in=traces.values("id"))._raw_delete(Block.objects.db)
     return traces._raw_delete(Trace.objects.db)
 
@@ -43,6 +45,10 @@ def trace_delete(*, trace: Trace) -> None:
 
 
 def dataset_delete(*, dataset: Dataset) -> None:
+    """The dataset and everything in it. Its row is locked first, as an import into it
+    locks it (traces.services.datasets.dataset_lock_next_index): a running import ends
+    before the deletion starts, and one that starts later finds no dataset."""
     with transaction.atomic():
+        Dataset.objects.select_for_update().filter(pk=dataset.pk).first()
         _delete_traces(Trace.objects.filter(dataset_id=dataset.pk))
         Dataset.objects.filter(pk=dataset.pk).delete()
