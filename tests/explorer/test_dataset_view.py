@@ -29,7 +29,8 @@ def cell_texts(row: str) -> list[str]:
 def trace_names(html: str) -> list[str]:
     """The names in the trace table, in order."""
     table = html[html.index('<div id="traces"') :]
-    return re.findall(r'<td class="trace-name"><a href="[^"]+">([^<]+)</a>', table)
+    link = r'<td class="trace-name"><a class="ellipsis" href="[^"]+" title="[^"]*">([^<]+)</a>'
+    return re.findall(link, table)
 
 
 class _Svg(HTMLParser):

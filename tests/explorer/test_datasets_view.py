@@ -12,7 +12,7 @@ URL = reverse("datasets")
 
 
 def names_on(html: str) -> list[str]:
-    return re.findall(r'class="dataset-link" href="[^"]+">([^<]+)</a>', html)
+    return re.findall(r'class="dataset-link ellipsis" href="[^"]+" title="[^"]*">([^<]+)</a>', html)
 
 
 @pytest.fixture
