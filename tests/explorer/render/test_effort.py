@@ -214,8 +214,8 @@ def tool_turns(outputs: list[str]) -> list[dict]:
 
 
 CRAFTED_JSON_TEXT_TRACES = {
-    "many big JSON-text outputs": [empty_lists(TOOL_RESULT_BYTES - 16)] * 6,
-    "many outputs just under the parse cap": [empty_lists(JSON_PARSE_MAX_CHARS - 3)] * 140,
+    "many big JSON-text outputs": [empty_lists(TOOL_RESULT_BYTES - 16)] * 4,
+    "many outputs just under the parse cap": [empty_lists(JSON_PARSE_MAX_CHARS - 3)] * 60,
     "deeply nested JSON text": ["[" * 1000 + "]" * 1000, "[" * 250 + "]" * 250] * 60,
     "a huge single line": [
         '{"out": "' + "a" * (TOOL_RESULT_BYTES - 16) + '"}', "x" * (TOOL_RESULT_BYTES - 16),
