@@ -26,6 +26,7 @@ from traces.models import Trace
 from traces.policy import Action, allows
 from traces.rewards import reward_tone
 from traces.selectors.annotations import block_label_names
+from traces.selectors.blocks import StoredJson
 from traces.selectors.images import trace_image_types
 from traces.validation import reward_of
 
@@ -225,7 +226,9 @@ class PageRenderer:
         """One query for the types of the images these blocks show."""
         shas: set[str] = set()
         for node in nodes:
-            shas |= referenced_images(node.get("payload"))
+            payload = node.get("payload")
+            # A stored payload's references are found in its text, without decoding it.
+            shas |= referenced_images(payload.text if isinstance(payload, StoredJson) else payload)
         shas -= set(self.ctx.image_types)
         if shas:
             self.ctx.image_types.update(trace_image_types(trace=self.trace, shas=shas))
@@ -246,7 +249,42 @@ class PageRenderer:
             can_edit=self.can_edit,
         )
 
+    def decoded(self, stored: Any) -> tuple[Any, bool]:
+        """A field of a block as the page needs it (decoded from its stored text if the
+        response may still decode it: explorer/render/effort.py); False if it may not."""
+        if not isinstance(stored, StoredJson):
+            return stored, True
+        if not self.effort.may_decode(stored.text):
+            return None, False
+        return stored.decode(), True
+
+    def too_large(self, node: dict[str, Any]) -> BlockView:
+        """A block too large to decode once the response has spent its formatting time:
+        its size, and a link to it alone."""
+        kind = kinds.BY_SUB_TYPE[node["sub_type"]]
+        stored = node.get("payload")
+        size = size_label(len(stored.text)) if isinstance(stored, StoredJson) else ""
+        url = reverse("block-full", args=[self.trace.pk, node["id"]])
+        body = (
+            f'<p class="no-text">A large block ({size}): '
+            f'<a href="{url}">open it alone</a> to see it.</p>'
+        )
+        return BlockView(
+            id=node["id"], sub_type=kind.sub_type, kind=kind.view, label=kind.label,
+            icon=kind.icon, head={}, body_key=kind.body[0], body=safe(body), folded=True,
+            size=size, badges=[], warnings=[], metadata=safe(""), extra=safe(""), raw=None,
+            raw_size="", has_raw=False, reward=self.reward({"id": node["id"]}),
+            awaits_children=bool(kinds.children_of(kind.sub_type)), cost=len(body),
+        )  # fmt: skip
+
     def block(self, node: dict[str, Any]) -> BlockView:
+        fields = {}
+        for name in ("payload", "metadata", "extra"):
+            fields[name], ok = self.decoded(node.get(name))
+            if not ok:
+                return self.too_large(node)
+        stored_raw = node.get("raw")
+        node = {**node, **fields}
         payload = node.get("payload")
         payload = payload if isinstance(payload, dict) else {"value": payload}
         metadata = node.get("metadata") if isinstance(node.get("metadata"), dict) else {}
@@ -265,13 +303,17 @@ class PageRenderer:
         if fields:
             body += '<div class="more-fields"><span class="lane-note">other fields</span>'
             body += json_html(fields, budget) + "</div>"
-        raw = node.get("raw")
-        raw_html, raw_size, has_raw = None, "", raw is not None
+        raw_html, raw_size, has_raw = None, "", stored_raw is not None
         if has_raw:
-            raw_text_len = len(jsontext.dumps(raw))
+            if isinstance(stored_raw, StoredJson):
+                raw_text_len = len(stored_raw.text)
+            else:
+                raw_text_len = len(jsontext.dumps(stored_raw))
             raw_size = size_label(raw_text_len)
             if not self.fold or raw_text_len <= RAW_INLINE_CHARS:
-                raw_html = safe(json_html(raw, self.unlimited(), css="drawer-json"))
+                raw, ok = self.decoded(stored_raw)
+                if ok:
+                    raw_html = safe(json_html(raw, self.unlimited(), css="drawer-json"))
         meta_html = json_html(metadata, self.budget(), css="drawer-json")
         extra = node.get("extra") if node.get("extra") is not None else {}
         extra_html = json_html(extra, self.budget(), css="drawer-json")

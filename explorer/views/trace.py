@@ -65,7 +65,7 @@ def _int_param(request, name: str) -> int:
 @policy_errors
 def trace_page(request, trace_id: str):
     trace = _trace(request, trace_id)
-    tree = trace_tree_get(trace=trace, decode=True)
+    tree = trace_tree_get(trace=trace, decode="lazy")
     renderer = page.PageRenderer(request, trace)
     messages = tree["messages"]
     start = min(_int_param(request, "after"), len(messages))

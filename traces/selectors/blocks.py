@@ -2,7 +2,8 @@
 
 Rows are read in one query with their JSON columns as text; the API embeds that
 text as it is (orjson.Fragment), so a 10,000-block trace is never decoded and
-encoded again. Pages ask for decoded payloads instead.
+encoded again. Pages ask for each field as StoredJson (decode="lazy"): the text, decoded
+only for the blocks a page shows, and only while it may (explorer/render/effort.py).
 """
 
 from collections.abc import Callable, Iterable
@@ -52,10 +53,25 @@ def _rows(trace: Trace) -> list[tuple]:
     )
 
 
-def _node_maker(decode: bool) -> Callable[[tuple], dict[str, Any]]:
+class StoredJson:
+    """A JSON column as stored (its compact text), decoded on demand: decoding allocates
+    (up to ~0.4 µs a character), so a page decodes only what it shows."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def decode(self) -> Any:
+        return orjson.loads(self.text)
+
+
+def _node_maker(decode: bool | str) -> Callable[[tuple], dict[str, Any]]:
     def json_value(text: str | None) -> Any:
         if text is None:
             return None
+        if decode == "lazy":
+            return StoredJson(text)
         return orjson.loads(text) if decode else orjson.Fragment(text)
 
     def make(row: tuple) -> dict[str, Any]:
@@ -70,8 +86,10 @@ def _seq_order(row: tuple) -> tuple:
     return (seq is None, 0 if seq is None else seq, row[_CREATED], row[_ID])
 
 
-def trace_tree_get(*, trace: Trace, decode: bool = False) -> dict[str, Any]:
+def trace_tree_get(*, trace: Trace, decode: bool | str = False) -> dict[str, Any]:
     """spec/004's stitched tree: message -> (think, tool_call -> results), plus orphans.
+    JSON fields as orjson.Fragment (the API), decoded (`decode=True`) or StoredJson
+    (`decode="lazy"`, the pages).
 
     Each block hangs under its parent when the parent is of the sub type its kind allows
     (traces/kinds.py); a block whose parent is missing or of another sub type is an
