@@ -1,6 +1,9 @@
 """What the format adapters' tests share: fixtures, the real data folder, reading."""
 
 import io
+import json
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -52,3 +55,12 @@ def only_trace(items: list[Any]) -> TraceDraft:
     found = traces(items)
     assert len(found) == 1
     return found[0]
+
+
+def sample_of(
+    fmt: Format,
+) -> tuple[Path, Callable[[bytes | dict[str, Any]], list[Any]], Callable[[], Any]]:
+    """A format's sample file, a reader of bytes or a dict through `fmt`, and a loader of
+    the sample's JSON: what every adapter's test file starts with."""
+    [path] = [FIXTURES / name for name, owner in OWNER.items() if owner is fmt]
+    return path, partial(read_with, fmt), lambda: json.loads(path.read_text())

@@ -5,26 +5,11 @@ from typing import Any
 
 import pytest
 
-from tests.ingest.formats.helpers import (
-    DATA,
-    FIXTURES,
-    problems,
-    read_with,
-    sniff_of,
-    traces,
-)
+from tests.ingest.formats.helpers import DATA, problems, sample_of, sniff_of, traces
 from traces.ingest.formats.inspect_ai import FORMAT, resolve, score_reward, with_missing_calls
 from traces.ingest.types import DatasetMetadata
 
-FIXTURE = FIXTURES / "inspect_ai.json"
-
-
-def read(data: bytes | dict[str, Any]) -> list[Any]:
-    return read_with(FORMAT, data)
-
-
-def fixture() -> dict[str, Any]:
-    return json.loads(FIXTURE.read_text())
+FIXTURE, read, fixture = sample_of(FORMAT)
 
 
 def test_it_yields_one_trace_per_sample_with_first_score_as_reward() -> None:

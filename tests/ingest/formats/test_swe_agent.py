@@ -1,29 +1,14 @@
 """SWE-agent `.traj` files: one trace, the chat from `history`, no reward."""
 
 import json
-from typing import Any
 
 import pytest
 
-from tests.ingest.formats.helpers import (
-    DATA,
-    FIXTURES,
-    only_trace,
-    read_with,
-    sniff_of,
-)
+from tests.ingest.formats.helpers import DATA, only_trace, sample_of, sniff_of
 from traces.ingest.formats.swe_agent import FORMAT
 from traces.ingest.types import DatasetMetadata, FormatProblem
 
-FIXTURE = FIXTURES / "swe_agent.traj"
-
-
-def read(data: bytes | dict[str, Any]) -> list[Any]:
-    return read_with(FORMAT, data)
-
-
-def fixture() -> dict[str, Any]:
-    return json.loads(FIXTURE.read_text())
+FIXTURE, read, fixture = sample_of(FORMAT)
 
 
 def test_it_reads_history_as_the_events_verbatim() -> None:

@@ -2,26 +2,15 @@
 
 import io
 import json
-from typing import Any
 
 import pytest
 
-from tests.ingest.formats.helpers import (
-    DATA,
-    FIXTURES,
-    read_with,
-    sniff_of,
-    traces,
-)
+from tests.ingest.formats.helpers import DATA, sample_of, sniff_of, traces
 from traces.ingest.formats.common import compact, iter_top_level
 from traces.ingest.formats.tau2 import FORMAT
 from traces.ingest.types import DatasetMetadata, FormatProblem, Sniff
 
-FIXTURE = FIXTURES / "tau2.json"
-
-
-def read(data: bytes | dict[str, Any]) -> list[Any]:
-    return read_with(FORMAT, data)
+FIXTURE, read, fixture = sample_of(FORMAT)
 
 
 def test_it_needs_simulations_and_tasks_or_info() -> None:

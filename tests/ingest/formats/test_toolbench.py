@@ -5,25 +5,11 @@ from typing import Any
 
 import pytest
 
-from tests.ingest.formats.helpers import (
-    DATA,
-    FIXTURES,
-    only_trace,
-    read_with,
-    sniff_of,
-)
+from tests.ingest.formats.helpers import DATA, only_trace, sample_of, sniff_of
 from traces.ingest.formats.toolbench import FORMAT
 from traces.ingest.types import DatasetMetadata, FormatProblem, TraceDraft
 
-FIXTURE = FIXTURES / "toolbench.json"
-
-
-def read(data: bytes | dict[str, Any]) -> list[Any]:
-    return read_with(FORMAT, data)
-
-
-def fixture() -> dict[str, Any]:
-    return json.loads(FIXTURE.read_text())
+FIXTURE, read, fixture = sample_of(FORMAT)
 
 
 def test_it_takes_the_longest_train_messages_prefix() -> None:

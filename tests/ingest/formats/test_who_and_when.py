@@ -1,25 +1,14 @@
 """Who&When failure logs: one trace, `history` as events, failure labels in metadata."""
 
 import json
-from typing import Any
 
 import pytest
 
-from tests.ingest.formats.helpers import (
-    DATA,
-    FIXTURES,
-    only_trace,
-    read_with,
-    sniff_of,
-)
+from tests.ingest.formats.helpers import DATA, only_trace, sample_of, sniff_of
 from traces.ingest.formats.who_and_when import FORMAT
 from traces.ingest.types import DatasetMetadata, FormatProblem, Sniff
 
-FIXTURE = FIXTURES / "who_and_when.json"
-
-
-def read(data: bytes | dict[str, Any]) -> list[Any]:
-    return read_with(FORMAT, data)
+FIXTURE, read, fixture = sample_of(FORMAT)
 
 
 # An algorithm-generated (CaptainAgent) log: user/assistant roles, the agent in `name`.
