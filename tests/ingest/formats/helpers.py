@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from traces.ingest.registry import FORMATS
 from traces.ingest.types import Format, FormatProblem, Sniff, TraceDraft
@@ -64,3 +65,15 @@ def sample_of(
     the sample's JSON: what every adapter's test file starts with."""
     [path] = [FIXTURES / name for name, owner in OWNER.items() if owner is fmt]
     return path, partial(read_with, fmt), lambda: json.loads(path.read_text())
+
+
+def read_real(fmt: Format, path: Path) -> tuple[Any, list[Any]]:
+    """A real benchmark file (skipped where the data is not there): its JSON, and what
+    `fmt` reads from it, after checking that detection picks `fmt` and nothing is refused."""
+    if not path.exists():
+        pytest.skip(f"real benchmark data not available at {path}")
+    data = path.read_bytes()
+    assert fmt.detect(sniff_of(data))
+    items = read_with(fmt, data)
+    assert not problems(items)
+    return json.loads(data), items

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tests.ingest.formats.helpers import DATA, only_trace, sample_of, sniff_of
+from tests.ingest.formats.helpers import DATA, only_trace, read_real, sample_of
 from traces.ingest.formats.swe_agent import FORMAT
 from traces.ingest.types import DatasetMetadata, FormatProblem
 
@@ -113,14 +113,7 @@ REAL = {
 
 @pytest.mark.parametrize("name", sorted(REAL))
 def test_real_file_gives_one_trace_from_history_without_reward(name: str) -> None:
-    path = DATA / "swe-agent" / name
-    if not path.exists():
-        pytest.skip(f"real benchmark data not available at {path}")
-    data = path.read_bytes()
-    assert FORMAT.detect(sniff_of(data))
-    original = json.loads(data)
-    items = read(data)
-    assert not [item for item in items if isinstance(item, FormatProblem)]
+    original, items = read_real(FORMAT, DATA / "swe-agent" / name)
     trace = only_trace(items)
     assert trace.events == original["history"]
     assert "reward" not in trace.metadata

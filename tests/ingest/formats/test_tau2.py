@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from tests.ingest.formats.helpers import DATA, sample_of, sniff_of, traces
+from tests.ingest.formats.helpers import DATA, read_real, sample_of, traces
 from traces.ingest.formats.common import compact, iter_top_level
 from traces.ingest.formats.tau2 import FORMAT
 from traces.ingest.types import DatasetMetadata, FormatProblem, Sniff
@@ -124,16 +124,9 @@ REAL = {
 
 @pytest.mark.parametrize("name", sorted(REAL))
 def test_real_file_gives_every_simulation_with_its_reward(name: str) -> None:
-    path = DATA / name
-    if not path.exists():
-        pytest.skip(f"real benchmark data not available at {path}")
-    data = path.read_bytes()
-    assert FORMAT.detect(sniff_of(data))
-    original = json.loads(data)
-    items = read(data)
+    original, items = read_real(FORMAT, DATA / name)
     found = traces(items)
     count, total = REAL[name]
-    assert not [item for item in items if isinstance(item, FormatProblem)]
     assert len(found) == len(original["simulations"]) == count
     rewards = [t.metadata["reward"] for t in found]
     assert rewards == [s["reward_info"]["reward"] for s in original["simulations"]]

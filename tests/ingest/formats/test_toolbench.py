@@ -1,11 +1,10 @@
 """ToolBench answers: one trace, the longest `train_messages` chat, `win` as reward."""
 
-import json
 from typing import Any
 
 import pytest
 
-from tests.ingest.formats.helpers import DATA, only_trace, sample_of, sniff_of
+from tests.ingest.formats.helpers import DATA, only_trace, read_real, sample_of
 from traces.ingest.formats.toolbench import FORMAT
 from traces.ingest.types import DatasetMetadata, FormatProblem, TraceDraft
 
@@ -74,14 +73,7 @@ REAL = {
 
 @pytest.mark.parametrize("name", sorted(REAL))
 def test_real_file_gives_the_longest_chat_and_win(name: str) -> None:
-    path = DATA / "toolbench" / name
-    if not path.exists():
-        pytest.skip(f"real benchmark data not available at {path}")
-    data = path.read_bytes()
-    assert FORMAT.detect(sniff_of(data))
-    original = json.loads(data)
-    items = read(data)
-    assert not [item for item in items if isinstance(item, FormatProblem)]
+    original, items = read_real(FORMAT, DATA / "toolbench" / name)
     trace = only_trace(items)
     reward, length = REAL[name]
     assert trace.metadata["reward"] == int(original["win"]) == reward

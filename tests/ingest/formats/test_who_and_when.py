@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tests.ingest.formats.helpers import DATA, only_trace, sample_of, sniff_of
+from tests.ingest.formats.helpers import DATA, only_trace, read_real, sample_of
 from traces.ingest.formats.who_and_when import FORMAT
 from traces.ingest.types import DatasetMetadata, FormatProblem, Sniff
 
@@ -96,14 +96,7 @@ REAL = {  # file: (question_ID, messages)
 
 @pytest.mark.parametrize("name", sorted(REAL))
 def test_real_file_gives_one_failed_run_with_its_labels(name: str) -> None:
-    path = DATA / "who-and-when" / name
-    if not path.exists():
-        pytest.skip(f"real benchmark data not available at {path}")
-    data = path.read_bytes()
-    assert FORMAT.detect(sniff_of(data))
-    original = json.loads(data)
-    items = read(data)
-    assert not [item for item in items if isinstance(item, FormatProblem)]
+    original, items = read_real(FORMAT, DATA / "who-and-when" / name)
     trace = only_trace(items)
     task_id, length = REAL[name]
     assert trace.events == original["history"]
