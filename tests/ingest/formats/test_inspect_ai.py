@@ -130,6 +130,7 @@ REAL = {  # file: sample count, rewards
 }
 
 
+@pytest.mark.slow  # a real benchmark file, at its real size
 @pytest.mark.parametrize("name", sorted(REAL))
 def test_real_file_gives_every_sample_with_its_first_score(name: str) -> None:
     original, items = read_real(FORMAT, DATA / "inspect-ai" / name)

@@ -111,6 +111,7 @@ REAL = {
 }
 
 
+@pytest.mark.slow  # a real benchmark file, at its real size
 @pytest.mark.parametrize("name", sorted(REAL))
 def test_real_file_gives_one_trace_from_history_without_reward(name: str) -> None:
     original, items = read_real(FORMAT, DATA / "swe-agent" / name)

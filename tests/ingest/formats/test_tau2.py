@@ -122,6 +122,7 @@ REAL = {
 }
 
 
+@pytest.mark.slow  # a real benchmark file, at its real size
 @pytest.mark.parametrize("name", sorted(REAL))
 def test_real_file_gives_every_simulation_with_its_reward(name: str) -> None:
     original, items = read_real(FORMAT, DATA / name)

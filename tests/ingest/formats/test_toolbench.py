@@ -71,6 +71,7 @@ REAL = {
 }
 
 
+@pytest.mark.slow  # a real benchmark file, at its real size
 @pytest.mark.parametrize("name", sorted(REAL))
 def test_real_file_gives_the_longest_chat_and_win(name: str) -> None:
     original, items = read_real(FORMAT, DATA / "toolbench" / name)

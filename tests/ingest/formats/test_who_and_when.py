@@ -94,6 +94,7 @@ REAL = {  # file: (question_ID, messages)
 }
 
 
+@pytest.mark.slow  # a real benchmark file, at its real size
 @pytest.mark.parametrize("name", sorted(REAL))
 def test_real_file_gives_one_failed_run_with_its_labels(name: str) -> None:
     original, items = read_real(FORMAT, DATA / "who-and-when" / name)
