@@ -311,6 +311,7 @@ def test_content_reaches_each_place(member_client, hostile_traces):
     assert "javascript:alert('p1')" in full
 
 
+@pytest.mark.slow  # every fragment and block page of the whole corpus
 def test_no_attack_runs_in_fragments_and_block_pages(member_client, hostile_traces):
     for trace in hostile_traces:
         for block in Block.objects.filter(trace=trace):

@@ -14,7 +14,7 @@ FORMATS_DIR = Path(__file__).resolve().parents[3] / "traces" / "ingest" / "forma
 TESTS_DIR = Path(__file__).parent
 # Formats whose input is generic chat or block JSON, tested by test_jsonl.py and
 # tests/ingest/test_events.py rather than by a benchmark sample.
-GENERIC = {"jsonl", "json_array"}
+GENERIC = {"jsonl", "json_array", "json_object"}
 
 
 def test_every_format_module_is_registered_once() -> None:

@@ -5,26 +5,11 @@ from typing import Any
 
 import pytest
 
-from tests.ingest.formats.helpers import (
-    DATA,
-    FIXTURES,
-    problems,
-    read_with,
-    sniff_of,
-    traces,
-)
+from tests.ingest.formats.helpers import DATA, problems, read_real, sample_of, traces
 from traces.ingest.formats.inspect_ai import FORMAT, resolve, score_reward, with_missing_calls
 from traces.ingest.types import DatasetMetadata
 
-FIXTURE = FIXTURES / "inspect_ai.json"
-
-
-def read(data: bytes | dict[str, Any]) -> list[Any]:
-    return read_with(FORMAT, data)
-
-
-def fixture() -> dict[str, Any]:
-    return json.loads(FIXTURE.read_text())
+FIXTURE, read, fixture = sample_of(FORMAT)
 
 
 def test_it_yields_one_trace_per_sample_with_first_score_as_reward() -> None:
@@ -152,16 +137,10 @@ REAL = {  # file: sample count, rewards
 }
 
 
+@pytest.mark.slow  # a real benchmark file, at its real size
 @pytest.mark.parametrize("name", sorted(REAL))
 def test_real_file_gives_every_sample_with_its_first_score(name: str) -> None:
-    path = DATA / "inspect-ai" / name
-    if not path.exists():
-        pytest.skip(f"real benchmark data not available at {path}")
-    data = path.read_bytes()
-    assert FORMAT.detect(sniff_of(data))
-    original = json.loads(data)
-    items = read(data)
-    assert not problems(items)
+    original, items = read_real(FORMAT, DATA / "inspect-ai" / name)
     found = traces(items)
     count, rewards = REAL[name]
     assert len(found) == len(original["samples"]) == count

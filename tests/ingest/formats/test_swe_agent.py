@@ -3,31 +3,21 @@
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.ingest.formats.helpers import (
     DATA,
-    FIXTURES,
     only_trace,
-    read_with,
-    sniff_of,
+    read_real,
+    sample_of,
 )
 from traces.ingest.formats.swe_agent import FORMAT, split_actions
 from traces.ingest.types import DatasetMetadata, FormatProblem
 from traces.models import Block
 from traces.services.imports import trace_import
 
-FIXTURE = FIXTURES / "swe_agent.traj"
-
-
-def read(data: bytes | dict[str, Any]) -> list[Any]:
-    return read_with(FORMAT, data)
-
-
-def fixture() -> dict[str, Any]:
-    return json.loads(FIXTURE.read_text())
+FIXTURE, read, fixture = sample_of(FORMAT)
 
 
 def test_it_reads_history_as_the_events_verbatim() -> None:
@@ -136,16 +126,10 @@ REAL = {
 }
 
 
+@pytest.mark.slow  # a real benchmark file, at its real size
 @pytest.mark.parametrize("name", sorted(REAL))
 def test_real_file_gives_one_trace_from_history_without_reward(name: str) -> None:
-    path = DATA / "swe-agent" / name
-    if not path.exists():
-        pytest.skip(f"real benchmark data not available at {path}")
-    data = path.read_bytes()
-    assert FORMAT.detect(sniff_of(data))
-    original = json.loads(data)
-    items = read(data)
-    assert not [item for item in items if isinstance(item, FormatProblem)]
+    original, items = read_real(FORMAT, DATA / "swe-agent" / name)
     trace = only_trace(items)
     assert trace.events == split_actions(original["history"])
     assert "reward" not in trace.metadata

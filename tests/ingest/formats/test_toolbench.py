@@ -9,25 +9,16 @@ import pytest
 from tests.conftest import as_file
 from tests.ingest.formats.helpers import (
     DATA,
-    FIXTURES,
     only_trace,
-    read_with,
-    sniff_of,
+    read_real,
+    sample_of,
 )
 from traces.ingest.formats.toolbench import FORMAT
 from traces.ingest.types import DatasetMetadata, FormatProblem, TraceDraft
 from traces.models import Block, Trace
 from traces.services.imports import trace_import
 
-FIXTURE = FIXTURES / "toolbench.json"
-
-
-def read(data: bytes | dict[str, Any]) -> list[Any]:
-    return read_with(FORMAT, data)
-
-
-def fixture() -> dict[str, Any]:
-    return json.loads(FIXTURE.read_text())
+FIXTURE, read, fixture = sample_of(FORMAT)
 
 
 def test_it_takes_the_longest_train_messages_prefix() -> None:
@@ -90,16 +81,10 @@ REAL = {
 }
 
 
+@pytest.mark.slow  # a real benchmark file, at its real size
 @pytest.mark.parametrize("name", sorted(REAL))
 def test_real_file_gives_the_longest_chat_and_win(name: str) -> None:
-    path = DATA / "toolbench" / name
-    if not path.exists():
-        pytest.skip(f"real benchmark data not available at {path}")
-    data = path.read_bytes()
-    assert FORMAT.detect(sniff_of(data))
-    original = json.loads(data)
-    items = read(data)
-    assert not [item for item in items if isinstance(item, FormatProblem)]
+    original, items = read_real(FORMAT, DATA / "toolbench" / name)
     trace = only_trace(items)
     reward, length = REAL[name]
     assert trace.metadata["reward"] == int(original["win"]) == reward

@@ -1,28 +1,22 @@
 """Who&When failure logs: one trace, `history` as events, failure labels in metadata."""
 
 import json
-from typing import Any
 
 import pytest
 
 from tests.conftest import as_file
 from tests.ingest.formats.helpers import (
     DATA,
-    FIXTURES,
     only_trace,
-    read_with,
-    sniff_of,
+    read_real,
+    sample_of,
 )
 from traces.ingest.formats.who_and_when import FORMAT
 from traces.ingest.types import DatasetMetadata, FormatProblem, Sniff
 from traces.models import Block, Trace
 from traces.services.imports import trace_import
 
-FIXTURE = FIXTURES / "who_and_when.json"
-
-
-def read(data: bytes | dict[str, Any]) -> list[Any]:
-    return read_with(FORMAT, data)
+FIXTURE, read, fixture = sample_of(FORMAT)
 
 
 # An algorithm-generated (CaptainAgent) log: user/assistant roles, the agent in `name`.
@@ -108,16 +102,10 @@ REAL = {  # file: (question_ID, messages)
 }
 
 
+@pytest.mark.slow  # a real benchmark file, at its real size
 @pytest.mark.parametrize("name", sorted(REAL))
 def test_real_file_gives_one_failed_run_with_its_labels(name: str) -> None:
-    path = DATA / "who-and-when" / name
-    if not path.exists():
-        pytest.skip(f"real benchmark data not available at {path}")
-    data = path.read_bytes()
-    assert FORMAT.detect(sniff_of(data))
-    original = json.loads(data)
-    items = read(data)
-    assert not [item for item in items if isinstance(item, FormatProblem)]
+    original, items = read_real(FORMAT, DATA / "who-and-when" / name)
     trace = only_trace(items)
     task_id, length = REAL[name]
     assert trace.events == original["history"]
