@@ -3,7 +3,7 @@ the operations it serves (their methods do not overlap)."""
 
 from django.urls import path
 
-from traces.api import blocks, datasets, traces, whoami
+from traces.api import blocks, compare, datasets, traces, whoami
 
 
 def combine(name: str, *operations: type) -> type:
@@ -48,4 +48,8 @@ urlpatterns = [
         name="api-blocks-stitched",
     ),
     path(f"{ORG}blocks/<str:block_id>", BlockView.as_view(), name="api-block"),
+    path(f"{ORG}compare/traces", compare.CompareTracesApi.as_view(), name="api-compare-traces"),
+    path(
+        f"{ORG}compare/datasets", compare.CompareDatasetsApi.as_view(), name="api-compare-datasets"
+    ),
 ]
