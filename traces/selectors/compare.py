@@ -12,7 +12,7 @@ on the text:
    alike);
 2. what remains is aligned on the full signatures with patience diff (blocks that occur
    once on each side anchor the alignment, in order), and a region small enough
-   (`CELLS`) with difflib's SequenceMatcher; a region too large to align with no unique
+   (`CELLS`) exactly, as a longest common subsequence; a region too large to align with no unique
    anchor is left unmatched, so that the work stays bounded (about linear) whatever the
    traces hold;
 3. inside each stretch left unmatched, blocks of the same kind and name (the same tool
@@ -38,7 +38,6 @@ import warnings
 from bisect import bisect_left
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from difflib import SequenceMatcher
 from typing import Any
 
 import orjson
@@ -58,9 +57,9 @@ from traces.selectors.stats import (
     traces_with_metadata_value,
 )
 
-# A region of at most this many cells (len(a) * len(b)) is aligned with SequenceMatcher;
-# larger ones by patience diff, whose work is about linear.
-CELLS = 250_000
+# A region of at most this many cells (len(a) * len(b)) is aligned exactly (a longest
+# common subsequence); larger ones by patience diff, whose work is about linear.
+CELLS = 62_500
 PASS_K_MAX = 5
 
 Signature = tuple[str, str, bytes]  # (sub type, tool name or role, hash of the content)
@@ -159,6 +158,27 @@ def _patience_anchors(a: Sequence[int], b: Sequence[int]) -> list[tuple[int, int
     return out
 
 
+def _lcs(a: Sequence[int], b: Sequence[int]) -> list[tuple[int, int]]:
+    """A longest common subsequence of a and b, as matched pairs: the dynamic programme,
+    O(len(a) * len(b)) (a region of at most CELLS)."""
+    n, m = len(a), len(b)
+    table = [[0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n - 1, -1, -1):
+        row, below, x = table[i], table[i + 1], a[i]
+        for j in range(m - 1, -1, -1):
+            row[j] = below[j + 1] + 1 if x == b[j] else max(below[j], row[j + 1])
+    pairs, i, j = [], 0, 0
+    while i < n and j < m:
+        if a[i] == b[j]:
+            pairs.append((i, j))
+            i, j = i + 1, j + 1
+        elif table[i + 1][j] >= table[i][j + 1]:
+            i += 1
+        else:
+            j += 1
+    return pairs
+
+
 def _match(a: Sequence[Hashable], b: Sequence[Hashable]) -> list[tuple[int, int]]:
     """Matched pairs (i, j) of equal elements of a and b, both increasing: a bounded
     longest common subsequence (see the module's docstring)."""
@@ -181,9 +201,7 @@ def _match(a: Sequence[Hashable], b: Sequence[Hashable]) -> list[tuple[int, int]
         if a0 == a1 or b0 == b1:
             continue
         if (a1 - a0) * (b1 - b0) <= CELLS:
-            matcher = SequenceMatcher(None, ca[a0:a1], cb[b0:b1], autojunk=False)
-            for block in matcher.get_matching_blocks():
-                pairs.extend((a0 + block.a + k, b0 + block.b + k) for k in range(block.size))
+            pairs.extend((a0 + i, b0 + j) for i, j in _lcs(ca[a0:a1], cb[b0:b1]))
             continue
         anchors = _patience_anchors(ca[a0:a1], cb[b0:b1])
         if not anchors:
