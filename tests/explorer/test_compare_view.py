@@ -196,3 +196,27 @@ def test_a_bad_slice_is_422_with_the_form_and_why(reader, org):
     response = reader.get("/compare/datasets/", {"a": dataset.pk, "a_where": "oops"})
     assert response.status_code == 422
     assert "Write a slice as key=value" in response.content.decode()
+
+
+# --- links to the comparisons ------------------------------------------------------------
+
+
+def test_a_failed_trial_links_to_a_passing_one_and_a_passing_trial_to_any(reader, trials):
+    failed = reader.get(f"/t/{trials[0].pk}/").content.decode()
+    assert f'href="/compare/traces/?a={trials[0].pk}"' in failed
+    assert "Compare with a passing trial" in failed
+    passed = reader.get(f"/t/{trials[1].pk}/").content.decode()
+    assert f'href="/compare/traces/?a={trials[1].pk}"' in passed
+    assert "Compare with…" in passed
+
+
+def test_the_dataset_page_and_its_task_table_link_to_the_comparisons(reader, trials):
+    dataset = trials[0].dataset
+    page = reader.get(f"/d/{dataset.pk}/").content.decode()
+    assert f'href="/compare/datasets/?a={dataset.pk}"' in page
+    groups = reader.get(
+        f"/d/{dataset.pk}/", {"group": "task_id"}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="groups"
+    ).content.decode()
+    link = f'href="/compare/traces/?dataset={dataset.pk}&amp;key=task_id&amp;task=t1"'
+    assert groups.count(link) == 1  # t1 has two trials; t2 one, so no link
+    assert "task=t2" not in groups
