@@ -2,7 +2,7 @@
 
 Data (under a fresh organization, deleted at the end; `--scale` shrinks it): a chat
 trace of 10,000 blocks made by `ui_bench.write_long_trace` (about 10 MB of payloads), and
-a second trial of the same task: the same events with every 50th tool call given other
+a second trial of the same task: the same events with the third and every 50th tool call given other
 arguments, every 200th turn's text changed, and a few user turns inserted, so that the
 two runs share long identical stretches and diverge often. Both are imported with
 `trace_import`.
@@ -63,7 +63,7 @@ def second_trial(line: bytes) -> bytes:
         if event.get("tool_calls"):
             for call in event["tool_calls"]:
                 calls += 1
-                if calls % 50 == 0:
+                if calls % 50 == 0 or calls == 3:
                     call["function"]["arguments"] = orjson.dumps({"changed": calls}).decode()
         elif n % 200 == 0 and isinstance(event.get("content"), str) and n > 0:
             event["content"] = event["content"][: len(event["content"]) // 2] + " (otherwise)"

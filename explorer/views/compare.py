@@ -41,10 +41,10 @@ from traces.selectors.stats import message_text
 
 TRACES_TEMPLATE = "explorer/compare_traces.html"
 DATASETS_TEMPLATE = "explorer/compare_datasets.html"
-WINDOW = 120  # steps shown at a time
+WINDOW = 80  # steps shown at a time
 CONTEXT = 3  # identical steps shown before the first divergence
 FOLD_AT = 6  # a run of at least this many identical steps is folded
-PREVIEW_CHARS = 1_200
+PREVIEW_CHARS = 800
 DIFF_WORDS = 2_000  # a word diff compares at most this many words a side
 TASK_ROWS = 500
 

@@ -107,13 +107,13 @@ def test_the_next_steps_come_as_a_fragment_from_the_same_url(reader, org):
     runs = import_traces(org, "long", [long_a, long_b])
     query = {"a": runs[0].pk, "b": runs[1].pk}
     page = reader.get("/compare/traces/", query).content.decode()
-    assert "Next steps (120 of 300 shown)" in page
-    more = reader.get("/compare/traces/", {**query, "from": 120}, HTTP_HX_REQUEST="true")
+    assert "Next steps (80 of 300 shown)" in page
+    more = reader.get("/compare/traces/", {**query, "from": 80}, HTTP_HX_REQUEST="true")
     assert more.status_code == 200
     assert more["X-Partial"] == "steps"
     fragment = more.content.decode()
-    assert "<html" not in fragment and ">121<" in fragment
-    assert "Next steps (240 of 300 shown)" in fragment
+    assert "<html" not in fragment and ">81<" in fragment
+    assert "Next steps (160 of 300 shown)" in fragment
 
 
 def test_trace_content_is_escaped(reader, org):

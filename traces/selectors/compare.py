@@ -32,7 +32,6 @@ differences), and the Wilcoxon signed-rank test of the differences as
 its traces) comes with a 95% Wilson score interval.
 """
 
-import hashlib
 import math
 import warnings
 from bisect import bisect_left
@@ -62,20 +61,23 @@ from traces.selectors.stats import (
 CELLS = 62_500
 PASS_K_MAX = 5
 
-Signature = tuple[str, str, bytes]  # (sub type, tool name or role, hash of the content)
+Signature = tuple[str, str, int]  # (sub type, tool name or role, hash of the content)
 Step = tuple[int | None, int | None, bool]
 
 
 # --- signatures --------------------------------------------------------------------------
 
 
-def _digest(value: Any) -> bytes:
-    """A short hash of a JSON value (its compact encoding, keys in the order written)."""
+def _digest(value: Any) -> int:
+    """A hash of a JSON value, to compare within one request (Python's own hash: fast, and
+    the signatures of both traces are made in the same process). A string is hashed as
+    it is; any other value as its compact JSON (keys in the order written)."""
+    if isinstance(value, str):
+        return hash(("s", value))
     try:
-        text = orjson.dumps(value)
+        return hash(("j", orjson.dumps(value)))
     except (TypeError, orjson.JSONEncodeError):
-        text = repr(value).encode("utf-8", "surrogatepass")
-    return hashlib.blake2b(text, digest_size=8).digest()
+        return hash(("r", repr(value)))
 
 
 def signature_of(sub_type: str, payload: Any) -> Signature:
@@ -298,7 +300,10 @@ def blocks_by_id(*, trace: Trace, block_ids: list[str]) -> dict[str, Block]:
     """The blocks of `trace` with these ids (one query), for the steps a page shows."""
     if not block_ids:
         return {}
-    return {b.pk: b for b in Block.objects.filter(trace=trace, id__in=block_ids)}
+    rows = Block.objects.filter(trace=trace, id__in=block_ids).only(
+        "id", "trace", "sub_type", "payload"
+    )
+    return {b.pk: b for b in rows}
 
 
 def lane_of(sub_type: str) -> str:
