@@ -13,6 +13,7 @@ shows the paired statistics and the per-task table. Both read through traces.pol
 each side must be readable by the person.
 """
 
+import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Any
@@ -47,6 +48,7 @@ FOLD_AT = 6  # a run of at least this many identical steps is folded
 PREVIEW_CHARS = 800
 DIFF_WORDS = 2_000  # a word diff compares at most this many words a side
 TASK_ROWS = 500
+_WORDS = re.compile(r"\S+|\s+")
 
 
 # --- two traces -----------------------------------------------------------------------
@@ -116,22 +118,23 @@ def _block_view(block: Block | None) -> BlockView | None:
 
 
 def word_diff(old: str, new: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]], bool]:
-    """Each side's words marked "same", "del" (only in old) or "ins" (only in new); and
-    whether the texts were longer than the DIFF_WORDS compared."""
-    a, b = old.split(" "), new.split(" ")
+    """Each side's text in pieces marked "same", "del" (only in old) or "ins" (only in
+    new), diffed word by word (whitespace kept as it is); and whether the texts were
+    longer than the DIFF_WORDS tokens compared (the rest is not shown)."""
+    a, b = _WORDS.findall(old), _WORDS.findall(new)
     cut = len(a) > DIFF_WORDS or len(b) > DIFF_WORDS
     a, b = a[:DIFF_WORDS], b[:DIFF_WORDS]
     left: list[tuple[str, str]] = []
     right: list[tuple[str, str]] = []
     for op, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if op == "equal":
-            left.append(("same", " ".join(a[i1:i2])))
-            right.append(("same", " ".join(b[j1:j2])))
+            left.append(("same", "".join(a[i1:i2])))
+            right.append(("same", "".join(b[j1:j2])))
             continue
         if i2 > i1:
-            left.append(("del", " ".join(a[i1:i2])))
+            left.append(("del", "".join(a[i1:i2])))
         if j2 > j1:
-            right.append(("ins", " ".join(b[j1:j2])))
+            right.append(("ins", "".join(b[j1:j2])))
     return left, right, cut
 
 
