@@ -34,8 +34,16 @@ from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
-from benchmarks.import_bench import delete_organization_rows, timed_import
-from benchmarks.ui_bench import _get, _host, _load, _timed, _verdict, write_long_trace
+from benchmarks.import_bench import timed_import
+from benchmarks.ui_bench import (
+    _cleanup,
+    _get,
+    _host,
+    _load,
+    _timed,
+    _verdict,
+    write_long_trace,
+)
 from traces.models import Block, Membership, Trace
 from traces.selectors.compare import trace_compare
 from traces.services.organizations import organization_get_or_create
@@ -131,10 +139,7 @@ def run(options: Mapping[str, Any], log: Callable[[str], None]) -> str:
             raise RuntimeError("the comparison page shows no first divergence")
     finally:
         log("cleaning up ...")
-        client.logout()
-        Membership.objects.filter(user=user).delete()
-        user.delete()
-        delete_organization_rows(organization)
+        _cleanup(organization, user, client)
     log(f"done in {time.perf_counter() - started:.0f} s")
     return _render(
         scale, load, a.block_count, b.block_count, rows, result, steps, len(html),
