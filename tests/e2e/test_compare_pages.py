@@ -15,11 +15,11 @@ from tests.e2e.conftest import import_lines
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
 
-def shot(page: Page, tmp_path: Path, name: str) -> Path:
+def shot(page: Page, tmp_path: Path, name: str, full_page: bool = False) -> Path:
     folder = Path(os.environ.get("COMPARE_SHOTS", tmp_path))
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.png"
-    page.screenshot(path=str(path), full_page=False, animations="disabled")
+    page.screenshot(path=str(path), full_page=full_page, animations="disabled")
     assert path.stat().st_size > 10_000
     return path
 
@@ -87,7 +87,7 @@ def test_two_datasets_compared_with_their_statistics(
     expect(page.locator("h1")).to_contain_text("gpt-4.1 telecom with grok-3 telecom-workflow")
     expect(page.locator(".verdict-text")).to_contain_text("significant at 5%")
     expect(page.locator(".compare-tasks tbody tr")).to_have_count(5)
-    shot(page, tmp_path, "compare_datasets")
+    shot(page, tmp_path, "compare_datasets", full_page=True)
     flipped = page.locator(".flipped a")
     if flipped.count():
         flipped.first.click()

@@ -3,6 +3,7 @@ checked against independent computations (a plain LCS, scipy on the raw files)."
 
 import io
 import json
+import math
 import random
 
 import pytest
@@ -242,6 +243,17 @@ def test_two_models_on_the_tasks_they_share(org):
     assert want["p_value"] is not None and "ci" in want  # a real test and interval
     _check(result, want)
     assert result.only_a == 0 and result.only_b == 15
+    # pass@k / pass^k up to each side's trials of a task: four for gpt-4.1, one for grok-3.
+    assert (result.ks_a, result.ks_b) == ([1, 2, 3, 4], [1])
+    for row in result.tasks:
+        c = sum(
+            s["reward_info"]["reward"] == 1.0
+            for s in top_a["simulations"]
+            if s["task_id"] == row.task
+        )
+        at = [1 - math.comb(4 - c, k) / math.comb(4, k) for k in (1, 2, 3, 4)]
+        hat = [math.comb(c, k) / math.comb(4, k) for k in (1, 2, 3, 4)]
+        assert row.pass_at_a == pytest.approx(at) and row.pass_hat_a == pytest.approx(hat)
     for row in result.flipped:
         ta, tb = Trace.objects.get(pk=row.pair[0]), Trace.objects.get(pk=row.pair[1])
         assert ta.dataset_id == a.pk and tb.dataset_id == b.pk

@@ -484,7 +484,8 @@ class DatasetComparison:
     a: Side
     b: Side
     key: str | None
-    ks: list[int]
+    ks_a: list[int]  # the k of pass@k / pass^k shown for A (up to its most trials of a task)
+    ks_b: list[int]
     tasks: list[TaskRow]  # shared tasks, by difference (B - A), largest first
     only_a: int  # tasks on one side only
     only_b: int
@@ -567,9 +568,9 @@ def dataset_compare(*, a: Side, b: Side, key: str | None = None) -> DatasetCompa
     tasks_a, total_a, wins_a = _task_rows(a, key)
     tasks_b, total_b, wins_b = _task_rows(b, key)
     shared = [t for t in tasks_a if t in tasks_b]
-    most = max((len(tasks_a[t]) for t in shared), default=0)
-    most = min(most, max((len(tasks_b[t]) for t in shared), default=0))
-    ks = list(range(1, min(PASS_K_MAX, most) + 1))
+    # pass@k and pass^k for k up to the most trials of a shared task, on each side
+    ks_a = list(range(1, min(PASS_K_MAX, max((len(tasks_a[t]) for t in shared), default=0)) + 1))
+    ks_b = list(range(1, min(PASS_K_MAX, max((len(tasks_b[t]) for t in shared), default=0)) + 1))
     rows = []
     for value in shared:
         ta, tb = tasks_a[value], tasks_b[value]
@@ -580,10 +581,10 @@ def dataset_compare(*, a: Side, b: Side, key: str | None = None) -> DatasetCompa
             n_b=len(tb),
             successes_a=ca,
             successes_b=cb,
-            pass_at_a=[pass_at_k(len(ta), ca, k) for k in ks],
-            pass_at_b=[pass_at_k(len(tb), cb, k) for k in ks],
-            pass_hat_a=[pass_hat_k(len(ta), ca, k) for k in ks],
-            pass_hat_b=[pass_hat_k(len(tb), cb, k) for k in ks],
+            pass_at_a=[pass_at_k(len(ta), ca, k) for k in ks_a],
+            pass_at_b=[pass_at_k(len(tb), cb, k) for k in ks_b],
+            pass_hat_a=[pass_hat_k(len(ta), ca, k) for k in ks_a],
+            pass_hat_b=[pass_hat_k(len(tb), cb, k) for k in ks_b],
         )
         if row.flipped == "b":
             row.pair = (next(i for i, ok in ta if not ok), next(i for i, ok in tb if ok))
@@ -610,7 +611,8 @@ def dataset_compare(*, a: Side, b: Side, key: str | None = None) -> DatasetCompa
         a=a,
         b=b,
         key=key,
-        ks=ks,
+        ks_a=ks_a,
+        ks_b=ks_b,
         tasks=rows,
         only_a=sum(1 for t in tasks_a if t not in tasks_b),
         only_b=sum(1 for t in tasks_b if t not in tasks_a),
