@@ -6,6 +6,7 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from explorer.views import (
+    compare,
     dataset,
     dataset_settings,
     datasets,
@@ -53,6 +54,8 @@ urlpatterns = [
     path("t/<str:trace_id>/b/<str:block_id>/full", trace.block_full, name="block-full"),
     path("t/<str:trace_id>/b/<str:block_id>/reward", trace.block_reward, name="block-reward"),
     path("t/<str:trace_id>/images/<str:sha256>", images.trace_image, name="trace-image"),
+    path("compare/traces/", compare.compare_traces_page, name="compare-traces"),
+    path("compare/datasets/", compare.compare_datasets_page, name="compare-datasets"),
 ]
 
 handler404 = "explorer.errors.not_found"

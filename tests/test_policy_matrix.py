@@ -280,6 +280,11 @@ READS = [
     Case("api-block", "get", "read", lambda c, w, p: c.get(api(f"blocks/{w.block.pk}")), 200),
     Case("api-labels", "get", "read", lambda c, w, p: c.get(api(f"datasets/{w.dataset.pk}/labels")), 200),  # noqa: E501
     Case("api-annotations", "get", "read", lambda c, w, p: c.get(api(f"traces/{w.trace.pk}/annotations")), 200),  # noqa: E501
+    Case("api-compare-traces", "get", "read", lambda c, w, p: c.get(api("compare/traces"), {"a": w.trace.pk, "b": w.trace.pk}), 200),  # noqa: E501
+    Case("api-compare-datasets", "get", "read", lambda c, w, p: c.get(api("compare/datasets"), {"a": w.dataset.pk, "b": w.dataset.pk}), 200),  # noqa: E501
+    Case("compare-traces", "get", "read", lambda c, w, p: c.get(reverse("compare-traces"), {"a": w.trace.pk, "b": w.trace.pk}), 200),  # noqa: E501
+    Case("compare-traces", "get", "read", lambda c, w, p: c.get(reverse("compare-traces"), {"a": w.trace.pk, "b": w.trace.pk, "from": 0}, HTTP_HX_REQUEST="true"), 200, "steps fragment"),  # noqa: E501
+    Case("compare-datasets", "get", "read", lambda c, w, p: c.get(reverse("compare-datasets"), {"a": w.dataset.pk, "a_where": "reward=0", "b_where": "reward=1"}), 200, "slices"),  # noqa: E501
     Case("datasets", "get", None, lambda c, w, p: c.get(reverse("datasets")), 200, anyone=True),
     Case("dataset", "get", "read", lambda c, w, p: c.get(reverse("dataset", args=[w.dataset.pk])), 200),  # noqa: E501
     Case("dataset", "get", "read", lambda c, w, p: c.get(reverse("dataset", args=[w.dataset.pk]), {"group": "task"}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="groups"), 200, "groups fragment"),  # noqa: E501

@@ -25,7 +25,11 @@ def test_the_schema_validates_and_describes_every_endpoint(db, tmp_path):
         f"{base}/datasets/{{dataset_id}}/labels/{{label_id}}",
         f"{base}/traces/{{trace_id}}/annotations",
         f"{base}/annotations/{{annotation_id}}",
+        f"{base}/compare/traces",
+        f"{base}/compare/datasets",
     }
+    summary = schema["components"]["schemas"]["CompareDatasetsSummary"]["properties"]
+    assert {"shared_tasks", "mean_difference", "ci_low", "p_value", "test"} <= set(summary)
     create = paths[f"{base}/traces/{{trace_id}}/blocks"]["post"]
     assert {"201", "400", "401", "404", "409", "413", "422", "500"} <= set(create["responses"])
     assert "bearerAuth" in schema["components"]["securitySchemes"]

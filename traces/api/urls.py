@@ -3,7 +3,7 @@ the operations it serves (their methods do not overlap)."""
 
 from django.urls import path
 
-from traces.api import annotations, blocks, datasets, traces, whoami
+from traces.api import annotations, blocks, compare, datasets, traces, whoami
 
 
 def combine(name: str, *operations: type) -> type:
@@ -67,5 +67,9 @@ urlpatterns = [
         f"{ORG}annotations/<str:annotation_id>",
         annotations.AnnotationDeleteApi.as_view(),
         name="api-annotation",
+    ),
+    path(f"{ORG}compare/traces", compare.CompareTracesApi.as_view(), name="api-compare-traces"),
+    path(
+        f"{ORG}compare/datasets", compare.CompareDatasetsApi.as_view(), name="api-compare-datasets"
     ),
 ]
