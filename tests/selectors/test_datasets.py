@@ -17,7 +17,7 @@ from traces.services.organizations import organization_get_or_create
 
 
 def imported(org, name: str, rewards: list[float]) -> Dataset:
-    traces = [{"messages": [{"role": "user", "content": f"hi {n}"}], "metadata": {"reward": r}}
+    traces = [{"messages": [{"role": "user", "content": f"hi {r} #{n}"}], "metadata": {"reward": r}}
               for n, r in enumerate(rewards)]  # fmt: skip
     lines = b"".join(json.dumps(trace).encode() + b"\n" for trace in traces)
     return trace_import(
