@@ -25,7 +25,7 @@ from django.views.decorators.http import require_safe
 
 from explorer.access import actor, policy_errors
 from explorer.views.base import render_page, wants_partial
-from traces.models import Block, Dataset
+from traces.models import Block
 from traces.policy import datasets_readable
 from traces.rewards import rate_tone, reward_tone
 from traces.selectors.access import dataset_for, trace_for
@@ -38,6 +38,7 @@ from traces.selectors.compare import (
     trace_compare,
     trials_of_task,
 )
+from traces.selectors.datasets import datasets_to_choose
 from traces.selectors.stats import message_text
 
 TRACES_TEMPLATE = "explorer/compare_traces.html"
@@ -286,11 +287,7 @@ def compare_datasets_page(request):
     a_id, b_id = get.get("a", "").strip(), get.get("b", "").strip()
     a_where, b_where = get.get("a_where", "")[:500], get.get("b_where", "")[:500]
     key = get.get("key", "").strip()[:500]
-    choices = list(
-        Dataset.objects.filter(pk__in=datasets_readable(who).values("pk"))
-        .select_related("organization")
-        .order_by("organization__slug", "name")[:300]
-    )
+    choices = datasets_to_choose(datasets=datasets_readable(who), limit=300)
     context: dict[str, Any] = {
         "nav": "datasets",
         "choices": choices,

@@ -98,3 +98,9 @@ def dataset_trace_rows(*, traces: QuerySet[Trace]) -> QuerySet[Trace]:
     """`traces` as a dataset's trace list shows them: without their metadata and extra
     (which may be large), with the payload of their first user message."""
     return with_first_user_message(traces.defer("metadata", "extra"))
+
+
+def datasets_to_choose(*, datasets: QuerySet[Dataset], limit: int) -> list[Dataset]:
+    """The datasets a picker offers (by organization, then name), with their organization."""
+    ordered = Dataset.objects.filter(pk__in=datasets.values("pk")).select_related("organization")
+    return list(ordered.order_by("organization__slug", "name")[:limit])
