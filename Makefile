@@ -33,7 +33,8 @@ test: install
 	$(PY) -m pytest
 
 # The quick tests only, on both cores: no browser, slow or PostgreSQL-only test (markers in
-# pyproject.toml). Under 30 s on SQLite; `make test` still runs everything.
+# pyproject.toml): about 55 s of CPU on SQLite, ~30 s on two idle cores. `make test`
+# still runs everything.
 test-fast: install
 	DEBUG=1 $(PY) manage.py collectstatic --noinput --verbosity 0
 	$(PY) -m pytest -q -p no:cacheprovider -n 2 -m "not browser and not slow and not postgres"

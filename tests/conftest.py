@@ -124,7 +124,8 @@ def viewer(org):
 
 @pytest.fixture
 def member(org):
-    return user_in(org, "mia", "member")
+    """alice: the browser tests sign in with her name and PASSWORD."""
+    return user_in(org, "alice", "member")
 
 
 @pytest.fixture

@@ -122,7 +122,7 @@ def test_content_is_rendered_for_each_kind(member_client, imported_trace, import
     assert "arguments are not JSON" in chat_html
     assert "{&#x27;cmd&#x27;: ls" in chat_html or "{'cmd': ls" in chat_html
     assert "Orchestrator (thought)" in chat_html
-    assert "alice" in chat_html
+    assert '<span class="agent-name" title="name: alice">alice</span>' in chat_html
 
 
 def test_orphans_have_their_own_section(member_client, imported_trace):
