@@ -26,8 +26,8 @@ from traces.checks import Limits, check_json_depth, check_no_nul
 from traces.errors import ImportFailed, ValidationFailed
 from traces.ingest.blocks import blocks_to_drafts
 from traces.ingest.detect import detect
-from traces.ingest.drafts import ConvertedTrace, problem, problem_from_error
-from traces.ingest.events import events_to_blocks
+from traces.ingest.drafts import BlockDraft, ConvertedTrace, problem, problem_from_error
+from traces.ingest.events import Emit, events_to_blocks
 from traces.ingest.types import DatasetMetadata, FormatProblem, TraceDraft
 from traces.models import Block, Dataset, Image, Organization, Trace, TraceImage
 from traces.services.annotations import trace_reward
@@ -93,30 +93,31 @@ class _Spool:
         for spool in (self.traces, self.blocks, self.images, self.links):
             spool.close()
 
-    def add(self, draft: TraceDraft, converted: ConvertedTrace) -> None:
-        """Spool one trace; raises TypeError for what JSON cannot keep (the rows already
-        spooled do not matter then: a problem means nothing is written)."""
-        trace_id = ids.trace_id()
-        block_ids = [ids.block_id() for _ in converted.blocks]
+    def block(self, trace_id: str, b: BlockDraft, block_id: str, parent_id: str | None) -> None:
+        """Spool one block row; raises TypeError for what JSON cannot keep (the rows
+        already spooled do not matter then: a problem means nothing is written)."""
         dumps, now = self.blocks.json, self.stamp
-        for n, b in enumerate(converted.blocks):
-            payload = dumps(b.payload)
-            raw = None if b.raw is None else dumps(b.raw)
-            self.blocks.add(
-                (
-                    block_ids[n], trace_id, b.block_type, b.sub_type,
-                    None if b.parent is None else block_ids[b.parent],
-                    payload, dumps(b.metadata), raw, dumps(b.extra), b.call_id, b.result_seq,
-                    now, now,
-                ),
-                len(payload) + (0 if raw is None else len(raw)),
-            )  # fmt: skip
+        payload = dumps(b.payload)
+        raw = None if b.raw is None else dumps(b.raw)
+        self.blocks.add(
+            (
+                block_id, trace_id, b.block_type, b.sub_type, parent_id,
+                payload, dumps(b.metadata), raw, dumps(b.extra), b.call_id, b.result_seq,
+                now, now,
+            ),
+            len(payload) + (0 if raw is None else len(raw)),
+        )  # fmt: skip
+
+    def trace(
+        self, trace_id: str, draft: TraceDraft, converted: ConvertedTrace, blocks: int
+    ) -> None:
+        """Spool the trace's row and its images, once its blocks are spooled."""
         metadata = draft.metadata
         name = _trace_name(draft)
         metadata_text = jsontext.dumps(metadata)
         self.traces.add(
             (trace_id, name[:500], metadata_text, trace_reward(extra={}, metadata=metadata),
-             len(block_ids)),
+             blocks),
             len(metadata_text),
         )  # fmt: skip
         for sha, image in converted.images.items():
@@ -211,7 +212,9 @@ def _unstorable(draft: TraceDraft) -> list[dict[str, Any]]:
     return found
 
 
-def _convert(draft: TraceDraft, limits: Limits) -> ConvertedTrace:
+def _convert(draft: TraceDraft, limits: Limits, emit: Emit) -> ConvertedTrace:
+    """Chat events are converted one at a time, each block given to `emit` as it is made;
+    a spec/004 block array is converted whole (its `blocks`)."""
     unstorable = _unstorable(draft)
     if unstorable:
         return ConvertedTrace([], {}, unstorable)
@@ -224,6 +227,7 @@ def _convert(draft: TraceDraft, limits: Limits) -> ConvertedTrace:
             limits=limits,
             images=draft.images_possible,
             depth=draft.depth,
+            emit=emit,
         )
     try:
         check_rewards(draft.metadata, field_name="metadata")
@@ -251,6 +255,44 @@ def _convert(draft: TraceDraft, limits: Limits) -> ConvertedTrace:
 
 def _with_file(found: dict[str, Any], name: str) -> dict[str, Any]:
     return {"file": name, **found}
+
+
+def _import_trace(
+    draft: TraceDraft, *, spool: _Spool, problems: _Problems, limits: Limits, file_name: str
+) -> None:
+    """Convert, check and spool one trace. Its blocks are spooled as they are made, while
+    the upload has no problem; a problem found later still means nothing is written."""
+    trace_id = ids.trace_id()
+    count = 0
+
+    def unkeepable(exc: TypeError) -> None:  # NaN or >64-bit numbers from a lenient parser
+        found = problem(draft.location, f"cannot be kept as JSON: {exc}")
+        problems.add(_with_file(found, file_name))
+
+    def emit(block: BlockDraft) -> None:
+        nonlocal count
+        count += 1
+        if not problems.count:
+            try:
+                spool.block(trace_id, block, block.id, block.parent_id)
+            except TypeError as exc:
+                unkeepable(exc)
+
+    converted = _convert(draft, limits, emit)
+    for found in converted.problems:
+        problems.add(_with_file(found, file_name))
+    if problems.count:
+        return
+    try:
+        if converted.blocks:  # a block array, converted whole: its ids are made here
+            block_ids = [ids.block_id() for _ in converted.blocks]
+            for n, b in enumerate(converted.blocks):
+                parent_id = None if b.parent is None else block_ids[b.parent]
+                spool.block(trace_id, b, block_ids[n], parent_id)
+            count = len(block_ids)
+        spool.trace(trace_id, draft, converted, count)
+    except TypeError as exc:
+        unkeepable(exc)
 
 
 def _import_file(
@@ -285,20 +327,9 @@ def _import_file(
                 else:
                     spool.dataset_metadata.update(item.metadata)
             else:
-                converted = _convert(item, limits)
-                for found in converted.problems:
-                    problems.add(_with_file(found, name))
-                if not problems.count:
-                    try:
-                        spool.add(item, converted)
-                    except TypeError as exc:  # NaN or >64-bit numbers from a lenient parser
-                        problems.add(
-                            _with_file(
-                                problem(item.location, f"cannot be kept as JSON: {exc}"), name
-                            )
-                        )
+                _import_trace(item, spool=spool, problems=problems, limits=limits, file_name=name)
             # The trace is spooled: nothing of it stays in memory while the next is read.
-            item = converted = None
+            item = None
             if progress is not None:
                 pos = stream.tell()
                 progress(pos - last_pos)
