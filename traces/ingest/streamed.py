@@ -135,8 +135,6 @@ def scan(stream: BinaryIO, start: int, size: int) -> Shape:
                 builder = building = None
     except (ijson.JSONError, ijson.IncompleteJSONError) as exc:
         raise _json_error(exc) from None
-    if top is None:
-        raise jsontext.JsonError("the line holds no JSON value")
     shape = Shape(depth=deepest, images_possible=reader.images_possible)
     if deepest > jsontext.MAX_DEPTH:
         return shape
