@@ -10,6 +10,7 @@ import pytest
 from tests.conftest import as_file
 from traces.errors import ImportFailed
 from traces.ingest.formats import jsonl
+from traces.jsontext import MAX_DEPTH
 from traces.models import Block, Image, Trace
 from traces.services.imports import trace_import
 
@@ -86,4 +87,39 @@ def test_a_bad_reward_after_a_streamed_trace_s_events_writes_nothing(org, stream
     with pytest.raises(ImportFailed) as caught:
         run(org, "reward", bad)
     assert [(p["trace"], p["field"]) for p in caught.value.problems] == [(0, "metadata.reward")]
+    assert not Block.objects.exists()
+
+
+def run_json(org, text: str):
+    return trace_import(organization=org, dataset_name="array", files=[as_file(text, "t.json")])
+
+
+def test_a_chat_trace_file_streams_its_events_after_its_leading_metadata(org):
+    events = [{"metadata": {"name": "led", "reward": 0.5}}, *TRACE["messages"]]
+    result = run_json(org, json.dumps(events))
+    trace = Trace.objects.get()
+    assert (result.blocks, trace.name, trace.reward) == (9, "led", 0.5)
+    run(org, "short", TRACE)
+    assert stored("array") == stored("short")
+
+
+def test_a_chat_trace_file_broken_after_its_first_events_writes_nothing(org):
+    text = json.dumps(TRACE["messages"])[:-1] + ", {]"
+    with pytest.raises(ImportFailed) as caught:
+        run_json(org, text)
+    [found] = caught.value.problems
+    assert (found["file"], found["rule"]) == ("t.json", "json")
+    assert found["message"].startswith("invalid JSON: parse error")
+    assert not Trace.objects.exists() and not Block.objects.exists()
+
+
+def test_an_event_nested_too_deeply_in_a_chat_trace_file_is_named(org):
+    deep = "[" * MAX_DEPTH + "]" * MAX_DEPTH
+    text = '[{"role": "user", "content": "a"}, {"role": "user", "content": ' + deep + "}]"
+    with pytest.raises(ImportFailed) as caught:
+        run_json(org, text)
+    [found] = caught.value.problems
+    assert {k: found[k] for k in ("trace", "event", "field", "rule")} == {
+        "trace": 0, "event": 1, "field": "event", "rule": "max_depth",
+    }  # fmt: skip
     assert not Block.objects.exists()

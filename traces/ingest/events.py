@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from traces import ids
+from traces.checks import check_json_depth
 from traces.errors import DuplicateCallId, TraceStoreError
 from traces.ingest.drafts import BlockDraft, ConvertedTrace, problem, problem_from_error
 from traces.ingest.images import extract_images
@@ -290,12 +291,15 @@ def events_to_blocks(
     images: bool = True,
     depth: int | None = None,
     emit: Emit | None = None,
+    check_events: bool = False,
 ) -> ConvertedTrace:
     """`events`: a list, or an iterator that reads them one at a time. `images`: False when
     the caller knows that no event holds an inline image; `depth`: how deeply the document
     the events come from nests, if known (TraceDraft). `emit`: given each block as soon
     as it is made (then the result's `blocks` is empty), so that no trace is held whole;
-    each block's `id` and `parent_id` are set, and `parent` is its parent's index."""
+    each block's `id` and `parent_id` are set, and `parent` is its parent's index.
+    `check_events`: each event (kept whole in `raw`) is refused if it nests deeper than
+    MAX_DEPTH, for events the caller could not check before (an iterator)."""
     blocks: list[BlockDraft] = []
     # A payload holds a part of an event in one object: it nests less deeply than the
     # document that holds the event in an array (tool arguments given as a string are
@@ -308,6 +312,12 @@ def events_to_blocks(
         if not isinstance(event, dict):
             t.problems.append(problem(t.where(i), "an event must be a JSON object", rule="type"))
             continue
+        if check_events and not depth_checked:
+            try:
+                check_json_depth(event, "event")
+            except TraceStoreError as exc:
+                t.problems.append(problem_from_error(t.where(i), exc))
+                continue
         role = event.get("role")
         if not isinstance(role, str) or not role.strip():
             t.problems.append(

@@ -198,7 +198,8 @@ def _unstorable(draft: TraceDraft) -> list[dict[str, Any]]:
     if draft.depth is not None and draft.depth <= jsontext.MAX_DEPTH:
         return found  # no value inside the document nests deeper than the document
     values = [(draft.location, "metadata", draft.metadata)]
-    for n, event in enumerate(draft.events or []):
+    # Events read as they are converted (an iterator) are checked by the converter.
+    for n, event in enumerate(draft.events if isinstance(draft.events, list) else []):
         values.append(({**draft.location, "event": n}, "event", event))
     for n, block in enumerate(draft.blocks or []):
         if isinstance(block, dict):
@@ -228,6 +229,7 @@ def _convert(draft: TraceDraft, limits: Limits, emit: Emit) -> ConvertedTrace:
             images=draft.images_possible,
             depth=draft.depth,
             emit=emit,
+            check_events=not isinstance(draft.events, list),
         )
     try:
         check_rewards(draft.metadata, field_name="metadata")
