@@ -9,10 +9,11 @@ import pytest
 from tests.conftest import as_file
 from tests.killed import killed_midway
 from tests.sqlite_lock import busy_timeout, sqlite_only, write_lock_held_elsewhere
+from traces.bulk import TRACE_COLUMNS, adapt_datetime
 from traces.errors import ImportFailed
 from traces.models import Block, Trace
 from traces.services.imports import trace_import
-from traces.spool import BATCH_BYTES, BATCH_ROWS, RecordSpool
+from traces.spool import BATCH_BYTES, BATCH_ROWS, RecordSpool, RowSpool
 
 LINES = b"".join(b'[{"role": "user", "content": "trace %d"}]\n' % n for n in range(30))
 
@@ -52,6 +53,32 @@ def test_a_large_record_goes_to_disk_at_once(temp_dir):
     assert spool.file.tell() > 4000  # written with the batch it ended
     assert list(spool) == [("small",), ("image", b"\x89PNG" * 1000)]
     spool.close()
+
+
+def test_rows_left_out_by_their_key_are_not_written(org, temp_dir):
+    """A duplicate trace's rows, spooled before it was known to be one, are left out of
+    the write (COPY text on PostgreSQL: values with tabs, line breaks and backslashes
+    stay one row each)."""
+    from django.utils import timezone
+
+    from traces.models import Dataset
+
+    dataset = Dataset.objects.create(organization=org, name="d")
+    spool = RowSpool(Trace._meta.db_table, TRACE_COLUMNS, key=0)  # key: the trace's id
+    now = adapt_datetime(timezone.now())
+    for n, key in enumerate(["tr_keep1", "tr_drop", "tr_keep2", "tr_drop"]):
+        name = f"a\tb\nc\\ {n}"
+        spool.add(
+            (key if key != "tr_drop" else f"tr_drop{n}", org.pk, dataset.pk, n, name,
+             spool.json({"n": n}), spool.json({}), None, 0, now, now)
+        )  # fmt: skip
+    spool.leave_out("tr_drop1", 1)
+    spool.leave_out("tr_drop3", 1)
+    assert spool.count == 2
+    spool.insert()
+    spool.close()
+    stored = Trace.objects.order_by("index").values_list("id", "name")
+    assert list(stored) == [("tr_keep1", "a\tb\nc\\ 0"), ("tr_keep2", "a\tb\nc\\ 2")]
 
 
 def test_a_successful_import_leaves_nothing(org, temp_dir):

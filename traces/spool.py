@@ -9,7 +9,9 @@ stays flat however many rows an upload has.
 - `RowSpool`: the rows of one table, written with the database's bulk path. On
   PostgreSQL the file holds COPY's text format and is streamed into COPY as it is; on
   SQLite it holds tuples streamed into one `executemany`. JSON columns are given as
-  `RowSpool.json(value)` makes them: UTF-8 bytes for COPY, text for SQLite.
+  `RowSpool.json(value)` makes them: UTF-8 bytes for COPY, text for SQLite. Rows
+  spooled before it was known that they are not wanted (a duplicate trace's blocks) are
+  left out of the write by the value of their key column (`leave_out`).
 """
 
 import pickle
@@ -99,9 +101,13 @@ def _copy_field(file, value: Any) -> None:
 
 
 class RowSpool:
-    def __init__(self, table: str, columns: Sequence[str]) -> None:
+    def __init__(self, table: str, columns: Sequence[str], key: int = 1) -> None:
+        """`key`: the index of the column `leave_out` names rows by (a string column
+        whose values have no tab, backslash or line break, such as an id)."""
         self.table = table
         self.columns = tuple(columns)
+        self.key = key
+        self.left_out: set[str] = set()
         self.copy_text = connection.vendor == "postgresql"
         # JSON text as the rows take it (raises TypeError for what JSON cannot keep).
         self.json = orjson.dumps if self.copy_text else jsontext.dumps
@@ -121,12 +127,21 @@ class RowSpool:
             _copy_field(file, value)
         file.write(b"\n")
 
+    def leave_out(self, key: str, rows: int) -> None:
+        """The `rows` rows spooled with `key` in the key column are not written."""
+        self.left_out.add(key)
+        self.count -= rows
+
     def insert(self) -> None:
-        """Write every row into the table, in the current transaction."""
+        """Write every row into the table (but those left out), in the current
+        transaction."""
         if not self.count:
             return
         if not self.copy_text:
-            insert_rows(self.table, self.columns, iter(self.records))
+            rows = iter(self.records)
+            if self.left_out:
+                rows = (row for row in rows if row[self.key] not in self.left_out)
+            insert_rows(self.table, self.columns, rows)
             return
         qn = connection.ops.quote_name
         cols = ", ".join(qn(c) for c in self.columns)
@@ -135,8 +150,31 @@ class RowSpool:
         file.seek(0)
         with connection.cursor() as cursor, connection.wrap_database_errors:
             with cursor.cursor.copy(f"COPY {qn(self.table)} ({cols}) FROM STDIN") as copy:
+                if self.left_out:
+                    self._copy_kept(file, copy)
+                    return
                 while chunk := file.read(COPY_CHUNK):
                     copy.write(chunk)
+
+    def _copy_kept(self, file: Any, copy: Any) -> None:
+        """The COPY text of the rows not left out: a row is one line (COPY escapes line
+        breaks in values), its key the text between the key's tabs."""
+        left_out = {key.encode() for key in self.left_out}
+        kept: list[bytes] = []
+        size = 0
+        for line in file:
+            start = 0
+            for _ in range(self.key):
+                start = line.index(b"\t", start) + 1
+            if line[start : line.index(b"\t", start)] in left_out:
+                continue
+            kept.append(line)
+            size += len(line)
+            if size >= COPY_CHUNK:
+                copy.write(b"".join(kept))
+                kept, size = [], 0
+        if kept:
+            copy.write(b"".join(kept))
 
     def close(self) -> None:
         self.records.close()
