@@ -28,7 +28,7 @@ def test_a_label_deleted_while_traces_are_tagged_with_it_never_fails_a_writer(tr
     for round_ in range(ROUNDS):
         label = label_create(dataset=trace.dataset, name=f"gave up {round_}")
         workers = [
-            lambda: annotation_create(trace=trace, label=label.name, comment="why")
+            lambda name=label.name: annotation_create(trace=trace, label=name, comment="why")
             for _ in range(TAGGERS)
         ]
         workers.insert(TAGGERS // 2, lambda label=label: label_delete(label=label))
