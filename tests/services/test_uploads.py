@@ -9,6 +9,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from tests.conftest import user_in
+from tests.services.test_datasets import gone
 from tests.threads import run_together
 from traces.errors import NotFound
 from traces.models import Dataset, Trace
@@ -22,17 +23,6 @@ UPLOADERS = 6
 ROUNDS = 4
 LINES = [{"metadata": {"benchmark": "tau2"}}, [{"role": "user", "content": "hi"}]]
 DATA = "".join(json.dumps(line) + "\n" for line in LINES).encode()
-
-
-def gone(dataset_id: str) -> dict:
-    return {
-        "error": {
-            "code": "NOT_FOUND",
-            "http_status": 404,
-            "message": f"no dataset {dataset_id!r}",
-            "details": {"dataset_id": dataset_id},
-        }
-    }
 
 
 @pytest.mark.django_db
