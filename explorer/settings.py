@@ -199,6 +199,11 @@ DATA_UPLOAD_MAX_NUMBER_FILES = env_positive_int("UPLOAD_MAX_FILES", 10000)
 UPLOAD_MAX_BYTES = env_positive_int("UPLOAD_MAX_BYTES", 1 << 30)
 FILE_UPLOAD_HANDLERS = ["explorer.upload_files.SharedTempFileUploadHandler"]
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_positive_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 32 * 1024 * 1024)
+# One member of an uploaded zip (an Inspect .eval log's sample) is decompressed into memory
+# to be parsed: at most this many bytes, so a small zip cannot expand to gigabytes.
+IMPORT_MEMBER_MAX_BYTES = env_positive_int(
+    "IMPORT_MEMBER_MAX_BYTES", min(UPLOAD_MAX_BYTES, 256 * 1024 * 1024)
+)
 
 # Byte limits of spec/004, per payload field.
 LIMIT_MSG_BYTES = env_positive_int("LIMIT_MSG_BYTES", 65536)

@@ -174,6 +174,8 @@ def world_of(stored_world) -> Callable[[bool], World]:
             Block.objects.get(pk=stored_world.block.pk),
             stored_world.image,
             ApiKey.objects.get(pk=stored_world.victim_key.pk),
+            Label.objects.get(pk=stored_world.label.pk),
+            Annotation.objects.get(pk=stored_world.annotation.pk),
             stored_world.users,
             stored_world.secrets,
         )

@@ -4,9 +4,11 @@ datasets (or two slices) task by task.
 /compare/traces/?a=<trace>&b=<trace> shows a window of the aligned steps from just
 before the first divergence (the `steps` partial gives htmx the next window, from the
 same URL with `from=<step>`); identical stretches are folded; a pair of blocks of the
-same kind that differ shows a word diff. With `a` alone, `b` is another trial of the same
-task (a passing one for a failed trial); with `dataset`, `key` and `task`, a
-representative pair of that task's trials.
+same kind that differ shows a word diff (texts up to DIFF_MAX_WORDS words and
+DIFF_MAX_CHARS characters a side, within the response's CPU allowance, Effort: a word diff
+is about quadratic, so larger or later pairs are shown plainly, "too long to diff
+here"). With `a` alone, `b` is another trial of the same task (a passing one for a failed
+trial); with `dataset`, `key` and `task`, a representative pair of that task's trials.
 
 /compare/datasets/?a=<dataset>&b=<dataset> (or `a_where`/`b_where`=key=value slices)
 shows the paired statistics and the per-task table. Both read through traces.policy:
@@ -24,6 +26,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_safe
 
 from explorer.access import actor, policy_errors
+from explorer.render.effort import Effort
 from explorer.views.base import render_page, wants_partial
 from traces.models import Block
 from traces.policy import datasets_readable
@@ -47,7 +50,12 @@ WINDOW = 80  # steps shown at a time
 CONTEXT = 3  # identical steps shown before the first divergence
 FOLD_AT = 6  # a run of at least this many identical steps is folded
 PREVIEW_CHARS = 800
-DIFF_WORDS = 2_000  # a word diff compares at most this many words a side
+# A word diff (difflib, about quadratic) only of texts up to these sizes a side: crafted
+# texts of 300 words take ~25 ms, so the response's allowance (Effort) stops it after a
+# dozen pairs; 2,000 words took 0.7 s a pair (80 pairs a page: a minute of CPU).
+DIFF_MAX_WORDS = 300
+DIFF_MAX_CHARS = 4_000
+TOO_LONG = "too long to diff here"
 TASK_ROWS = 500
 _WORDS = re.compile(r"\S+|\s+")
 
@@ -118,13 +126,11 @@ def _block_view(block: Block | None) -> BlockView | None:
     )  # fmt: skip
 
 
-def word_diff(old: str, new: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]], bool]:
+def word_diff(old: str, new: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """Each side's text in pieces marked "same", "del" (only in old) or "ins" (only in
-    new), diffed word by word (whitespace kept as it is); and whether the texts were
-    longer than the DIFF_WORDS tokens compared (the rest is not shown)."""
+    new), diffed word by word (whitespace kept as it is). Callers keep texts small
+    (diffable): the work is about quadratic."""
     a, b = _WORDS.findall(old), _WORDS.findall(new)
-    cut = len(a) > DIFF_WORDS or len(b) > DIFF_WORDS
-    a, b = a[:DIFF_WORDS], b[:DIFF_WORDS]
     left: list[tuple[str, str]] = []
     right: list[tuple[str, str]] = []
     for op, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
@@ -136,7 +142,20 @@ def word_diff(old: str, new: str) -> tuple[list[tuple[str, str]], list[tuple[str
             left.append(("del", "".join(a[i1:i2])))
         if j2 > j1:
             right.append(("ins", "".join(b[j1:j2])))
-    return left, right, cut
+    return left, right
+
+
+def diffable(text: str) -> bool:
+    """Whether `text` is small enough to be word-diffed (DIFF_MAX_CHARS, DIFF_MAX_WORDS)."""
+    return len(text) <= DIFF_MAX_CHARS and len(text.split(None, DIFF_MAX_WORDS)) <= DIFF_MAX_WORDS
+
+
+def step_diff(old: str, new: str, effort: Effort) -> tuple[list, list, str]:
+    """The word diff of two texts, and a note when they are shown plainly instead (too
+    long, or the response has spent its allowance)."""
+    if not (diffable(old) and diffable(new) and effort.left()):
+        return [], [], TOO_LONG
+    return (*word_diff(old, new), "")
 
 
 @dataclass
@@ -157,6 +176,7 @@ def _rows(comparison, start: int, stop: int, first: int | None) -> list[dict[str
     blocks_a = blocks_by_id(trace=comparison.a, block_ids=ids_a)
     blocks_b = blocks_by_id(trace=comparison.b, block_ids=ids_b)
     views = []
+    effort = Effort()  # one CPU allowance for all the diffs of the response
     for n, step in enumerate(steps, start):
         ida, idb = comparison.step_ids(step)
         view = StepView(
@@ -167,7 +187,7 @@ def _rows(comparison, start: int, stop: int, first: int | None) -> list[dict[str
             first=n == first,
         )
         if not view.same and ida and idb:
-            view.diff = word_diff(block_text(blocks_a[ida]), block_text(blocks_b[idb]))
+            view.diff = step_diff(block_text(blocks_a[ida]), block_text(blocks_b[idb]), effort)
         views.append(view)
     rows: list[dict[str, Any]] = []
     run: list[StepView] = []

@@ -1,11 +1,15 @@
 """The comparison pages: /compare/traces/ and /compare/datasets/ (issue 12)."""
 
+import random
 import re
+import time
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
+from explorer.render.effort import Effort
+from explorer.views.compare import DIFF_MAX_CHARS, DIFF_MAX_WORDS, TOO_LONG, diffable, step_diff
 from tests.compare_data import GPT41, GROK3, expected, import_runs, raw
 from tests.explorer.conftest import import_traces
 from traces.models import Dataset, Membership, Trace
@@ -220,3 +224,70 @@ def test_the_dataset_page_and_its_task_table_link_to_the_comparisons(reader, tri
     link = f'href="/compare/traces/?dataset={dataset.pk}&amp;key=task_id&amp;task=t1"'
     assert groups.count(link) == 1  # t1 has two trials; t2 one, so no link
     assert "task=t2" not in groups
+
+
+# --- bounded work: a word diff is about quadratic ---------------------------------------
+
+
+def _crafted_runs(org, words: int) -> list[Trace]:
+    """Two runs of 80 assistant messages, each of `words` random words from "a b c": the
+    worst case found for difflib (2,000 words a side took 0.7 s a pair)."""
+    rng = random.Random(words)
+
+    def run() -> list[dict]:
+        return [
+            {"role": "assistant", "content": " ".join(rng.choices("abc", k=words))}
+            for _ in range(80)
+        ]
+
+    return import_traces(org, f"crafted {words}", [run(), run()])
+
+
+@pytest.mark.parametrize("words", [1_000, DIFF_MAX_WORDS])
+def test_crafted_long_texts_render_in_under_a_second_of_cpu(reader, org, words):
+    a, b = _crafted_runs(org, words)
+    started = time.process_time()
+    response = reader.get("/compare/traces/", {"a": a.pk, "b": b.pk})
+    spent = time.process_time() - started
+    assert response.status_code == 200
+    assert spent < 1.0
+    html = response.content.decode()
+    assert "Next steps" not in html and html.count(TOO_LONG) > 40
+    if words > DIFF_MAX_WORDS:
+        assert "<del>" not in html and html.count(TOO_LONG) == 80 * 2  # each side says it
+
+
+def test_a_text_over_the_diff_size_is_shown_plainly_with_a_note(reader, org):
+    long_a = " ".join(["word"] * (DIFF_MAX_WORDS + 1))
+    runs = import_traces(
+        org,
+        "long",
+        [[{"role": "user", "content": long_a}], [{"role": "user", "content": "word other"}]],
+    )
+    html = reader.get("/compare/traces/", {"a": runs[0].pk, "b": runs[1].pk}).content.decode()
+    assert html.count(TOO_LONG) == 2
+    assert "<del>" not in html and "<ins>" not in html
+    assert "word other" in html
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (" ".join(["w"] * DIFF_MAX_WORDS), True),
+        (" ".join(["w"] * (DIFF_MAX_WORDS + 1)), False),
+        ("x" * DIFF_MAX_CHARS, True),
+        ("x" * (DIFF_MAX_CHARS + 1), False),
+    ],
+)
+def test_diffable_bounds_words_and_characters(text, expected):
+    assert diffable(text) is expected
+
+
+def test_a_spent_allowance_shows_the_pair_plainly():
+    assert step_diff("a b", "a c", Effort(seconds=0)) == ([], [], TOO_LONG)
+    left, right, note = step_diff("a b", "a c", Effort())
+    assert (left, right, note) == (
+        [("same", "a "), ("del", "b")],
+        [("same", "a "), ("ins", "c")],
+        "",
+    )

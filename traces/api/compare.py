@@ -131,7 +131,8 @@ class CompareDatasetsApi(OrgApi):
         operation_id="compare_datasets",
         parameters=[
             OpenApiParameter("a", str, required=True, description="dataset id"),
-            OpenApiParameter("b", str, description="dataset id (default: a, to compare slices)"),
+            OpenApiParameter("b", str, description="dataset id; may be left out when "
+                             "a_where or b_where slices a (then: a)"),
             OpenApiParameter("key", str, description="the task key (default: task_id or the "
                              "dataset page's usual task key)"),
             OpenApiParameter("a_where", str, description="slice of a, as key=value"),

@@ -141,8 +141,7 @@ class DatasetUploadApi(OrgUploadApi):
             )
         flags = valid_input(self.InputSerializer, {"files": files, **_allow(request)})
         result = trace_import(
-            organization=self.organization,
-            dataset_name=dataset.name,
+            dataset=dataset,
             files=uploaded_files(files),
             allow_duplicates=flags["allow_duplicates"],
         )

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from traces import jsontext
 from traces.checks import check_json_depth, check_no_nul
-from traces.errors import TraceStoreError, ValidationFailed
+from traces.errors import NotFound, TraceStoreError, ValidationFailed
 from traces.models import Annotation, ApiKey, Block, Dataset, Label, Trace
 from traces.validation import check_rewards, reward_of
 
@@ -142,11 +142,24 @@ def label_create(*, dataset: Dataset, name: Any, description: Any = "") -> Label
 
 def label_delete(*, label: Label) -> int:
     """Remove the label from its vocabulary, with every annotation that uses it (a comment
-    given with it goes too). Returns how many annotations went."""
+    given with it goes too). Returns how many annotations went.
+
+    The label's row is locked first, as `annotation_create` locks it before tagging with
+    it (one lock order): a tag being made ends before the delete looks for the label's
+    annotations, and goes with it; one made later finds no label (422). Without the lock,
+    either side's commit failed on the foreign key (a 500 on PostgreSQL). A label deleted
+    meanwhile is NotFound."""
     with transaction.atomic():
+        if not _lock_label(label):
+            raise NotFound(f"no label {label.pk!r}", {"label_id": label.pk})
         count = Annotation.objects.filter(label=label).count()
         label.delete()
     return count
+
+
+def _lock_label(label: Label) -> bool:
+    """Lock the label's row for the current transaction; False if it is gone."""
+    return Label.objects.select_for_update().filter(pk=label.pk).exists()
 
 
 def _label_of(trace: Trace, label: Any) -> Label | None:
@@ -214,14 +227,22 @@ def annotation_create(
             "give a label, a comment or both", {"field": "label", "rule": "label_or_comment"}
         )
     block = _block_of(trace, block_id)
-    return Annotation.objects.create(
-        trace=trace,
-        block=block,
-        label=found_label,
-        comment=comment,
-        author=author if author is not None and author.is_authenticated else None,
-        api_key=api_key,
-    )
+    with transaction.atomic():
+        # The label's row is locked until the tag is written (label_delete locks it too):
+        # a label deleted meanwhile is not used.
+        if found_label is not None and not _lock_label(found_label):
+            raise ValidationFailed(
+                f"the dataset has no label {found_label.name[:100]!r} any more; it was deleted",
+                {"field": "label", "rule": "in_vocabulary"},
+            )
+        return Annotation.objects.create(
+            trace=trace,
+            block=block,
+            label=found_label,
+            comment=comment,
+            author=author if author is not None and author.is_authenticated else None,
+            api_key=api_key,
+        )
 
 
 def annotation_delete(*, annotation: Annotation) -> None:

@@ -35,6 +35,7 @@ from traces.models import Block, Dataset, Image, Organization, Trace, TraceImage
 from traces.services.annotations import trace_reward
 from traces.services.datasets import (
     dataset_get_or_create,
+    dataset_lock,
     dataset_lock_next_index,
     dataset_metadata_add,
     dataset_name_check,
@@ -474,10 +475,15 @@ def _import_file(
         problems.add(_with_file(problem({}, "the file holds no trace", rule="non_empty"), name))
 
 
-def _dataset_hashes(*, organization: Organization, dataset_name: str) -> set[str]:
-    """The content hashes of the traces the named dataset has (none if it is new)."""
-    found = Trace.objects.filter(
-        dataset__organization=organization, dataset__name=dataset_name
+def _dataset_hashes(
+    *, organization: Organization, dataset_name: str, dataset: Dataset | None = None
+) -> set[str]:
+    """The content hashes of the traces the dataset (else the named one) has (none if it
+    is new)."""
+    found = (
+        Trace.objects.filter(dataset=dataset)
+        if dataset is not None
+        else Trace.objects.filter(dataset__organization=organization, dataset__name=dataset_name)
     ).exclude(content_hash="")
     return set(found.values_list("content_hash", flat=True))
 
@@ -502,14 +508,18 @@ def _refresh_statistics(blocks: int) -> None:
 
 def trace_import(
     *,
-    organization: Organization,
-    dataset_name: str,
+    organization: Organization | None = None,
+    dataset_name: str = "",
     files: Iterable[tuple[str, BinaryIO]],
     limits: Limits | None = None,
     progress: Callable[[int], None] | None = None,
     allow_duplicates: bool = False,
+    dataset: Dataset | None = None,
 ) -> ImportResult:
-    """Import every trace of `files` into the named dataset (created if needed).
+    """Import every trace of `files` into the named dataset of `organization` (created if
+    needed), or into `dataset`, an existing one (an upload to a dataset by id): that one
+    must still be there when the import writes, else NotFound; an import never makes a
+    new dataset under the name of one deleted meanwhile.
 
     `files` is read once, in order: it may open each file only when its turn comes.
     Raises ImportFailed with every problem found; then nothing is written. A trace the
@@ -518,11 +528,17 @@ def trace_import(
     """
     started = time.perf_counter()
     limits = limits or Limits.for_import()
+    if dataset is not None:
+        organization, dataset_name = dataset.organization, dataset.name
+    if organization is None:
+        raise TypeError("trace_import needs an organization and a dataset name, or a dataset")
     dataset_name = dataset_name_check(dataset_name)
     problems = _Problems()
     formats: dict[str, str] = {}
     spool = _Spool(
-        hashes=_dataset_hashes(organization=organization, dataset_name=dataset_name),
+        hashes=_dataset_hashes(
+            organization=organization, dataset_name=dataset_name, dataset=dataset
+        ),
         allow_duplicates=allow_duplicates,
     )
     try:
@@ -538,7 +554,10 @@ def trace_import(
         if problems.count:
             raise ImportFailed(problems.final())
         with transaction.atomic():
-            dataset, _ = dataset_get_or_create(organization=organization, name=dataset_name)
+            if dataset is not None:
+                dataset = dataset_lock(dataset=dataset)
+            else:
+                dataset, _ = dataset_get_or_create(organization=organization, name=dataset_name)
             spool.write(dataset=dataset, first_index=dataset_lock_next_index(dataset=dataset))
             _refresh_statistics(spool.blocks.count)
             dataset = dataset_metadata_add(dataset=dataset, metadata=spool.dataset_metadata)

@@ -3,15 +3,19 @@ logs written by inspect-ai 0.3.285 (Zstandard members, its default) and with def
 members (the older default); several logs in one dataset keep each eval's metadata."""
 
 import io
+import struct
+import tracemalloc
 import zipfile
+import zlib
 from collections import Counter
 from pathlib import Path
 
 import pytest
+import zstandard
 
 from tests.ingest.formats.helpers import problems, read_with, traces
 from traces.ingest.detect import detect
-from traces.ingest.formats.inspect_eval import FORMAT
+from traces.ingest.formats.inspect_eval import FORMAT, ZIP_ZSTANDARD, read_member
 from traces.models import Block, Dataset, Trace
 from traces.services.imports import trace_import
 
@@ -74,3 +78,144 @@ def test_a_zip_with_a_broken_sample_names_the_member():
     [found] = problems(read_with(FORMAT, buffer.getvalue()))
     assert found.location == {"trace": 0, "member": "samples/1_epoch_1.json"}
     assert found.message.startswith("a broken sample")
+
+
+# Zip bombs: zeros, compressed to a few kilobytes, that expand to EXPANDED bytes. Written
+# by hand (zipfile cannot write Zstandard members before Python 3.14, nor lie about a
+# size), and compressed in chunks, so that the test never holds the expanded bytes either.
+EXPANDED = 64 * 1024 * 1024
+CAP = 1024 * 1024
+METHODS = {"zstandard": ZIP_ZSTANDARD, "deflate": zipfile.ZIP_DEFLATED}
+Member = tuple[str, int, bytes, int, int]  # name, method, packed bytes, size and CRC declared
+
+
+def packed(method: int, data: bytes, times: int = 1) -> bytes:
+    """`data` repeated `times` times, compressed with `method`, one `data` at a time."""
+    if method == ZIP_ZSTANDARD:
+        packer = zstandard.ZstdCompressor().compressobj()
+    else:
+        packer = zlib.compressobj(9, zlib.DEFLATED, -15)  # a zip's raw deflate
+    parts = [packer.compress(data) for _ in range(times)]
+    return b"".join([*parts, packer.flush()])
+
+
+def zip_of(members: list[Member]) -> bytes:
+    body, directory = bytearray(), bytearray()
+    for name, method, data, size, crc in members:
+        encoded = name.encode()
+        common = struct.pack(
+            "<HHHHIIIHH", 0, method, 0, 0x21, crc, len(data), size, len(encoded), 0
+        )
+        directory += b"PK\x01\x02" + struct.pack("<HH", 63, 63) + common
+        directory += struct.pack("<HHHII", 0, 0, 0, 0, len(body)) + encoded
+        body += b"PK\x03\x04" + struct.pack("<H", 63) + common + encoded + data
+    count = len(members)
+    end = struct.pack("<HHHHIIH", 0, 0, count, count, len(directory), len(body), 0)
+    return bytes(body + directory + b"PK\x05\x06" + end)
+
+
+def member(name: str, method: int, text: bytes) -> Member:
+    return (name, method, packed(method, text), len(text), zlib.crc32(text))
+
+
+def bomb(name: str, method: int, declared: int) -> Member:
+    """EXPANDED zeros, declaring `declared` bytes (and the CRC of that many zeros)."""
+    zeros = bytes(CAP)
+    return (
+        name,
+        method,
+        packed(method, zeros, EXPANDED // CAP),
+        declared,
+        zlib.crc32(bytes(declared)),
+    )
+
+
+def real_members() -> tuple[bytes, bytes]:
+    """The real zstd log's header and first sample, decompressed."""
+    with zipfile.ZipFile(REAL / LOGS[0]) as archive:
+        first = sorted(n for n in archive.namelist() if n.startswith("samples/"))[0]
+        return bytes(read_member(archive, "header.json")), bytes(read_member(archive, first))
+
+
+@pytest.fixture
+def small_cap(settings):
+    settings.IMPORT_MEMBER_MAX_BYTES = CAP
+
+
+@pytest.mark.parametrize("method", METHODS.values(), ids=METHODS.keys())
+def test_a_hand_written_eval_log_reads_like_the_real_one(small_cap, method):
+    """The bombs below are refused for their size, not for a zip written wrong."""
+    header, sample = real_members()
+    data = zip_of(
+        [member("header.json", method, header), member("samples/1_epoch_1.json", method, sample)]
+    )
+    items = read_with(FORMAT, data)
+    assert problems(items) == []
+    assert [t.metadata["task_id"] for t in traces(items)] == ["arith/one"]
+
+
+def read_measured(data: bytes) -> tuple[list, int]:
+    tracemalloc.start()
+    try:
+        items = read_with(FORMAT, data)
+        return items, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("method", METHODS.values(), ids=METHODS.keys())
+def test_a_sample_declared_over_the_cap_is_refused_before_it_is_read(small_cap, method):
+    header, sample = real_members()
+    name = "samples/2_epoch_1.json"
+    data = zip_of([
+        member("header.json", method, header),
+        member("samples/1_epoch_1.json", method, sample),
+        bomb(name, method, declared=EXPANDED),
+    ])  # fmt: skip
+    assert len(data) < 100_000
+    items, peak = read_measured(data)
+    [found] = problems(items)
+    assert found.location == {"trace": 1, "member": name}
+    assert found.rule == "member_size"
+    assert found.message == (
+        f"the member {name} is 67,108,864 bytes uncompressed, more than the 1,048,576 bytes "
+        "one member may have (IMPORT_MEMBER_MAX_BYTES); the sample is skipped"
+    )
+    assert [t.metadata["task_id"] for t in traces(items)] == ["arith/one"]
+    assert peak < 4 * CAP
+
+
+@pytest.mark.parametrize("method", METHODS.values(), ids=METHODS.keys())
+def test_a_sample_that_expands_past_its_declared_size_stops_there(method):
+    """The declared size lies (100 bytes, with the CRC of 100 zeros): reading stops there,
+    whatever the cap (zipfile reads a deflated member up to its declared size only)."""
+    name = "samples/1_epoch_1.json"
+    data = zip_of([member("header.json", method, b"{}"), bomb(name, method, declared=100)])
+    items, peak = read_measured(data)
+    [found] = problems(items)
+    assert found.location == {"trace": 0, "member": name}
+    assert (
+        found.message
+        == {
+            ZIP_ZSTANDARD: f"the member {name} expands to more than its declared 100 bytes; "
+            "the sample is skipped",
+            zipfile.ZIP_DEFLATED: "a broken sample: unexpected character, expected a JSON value: "
+            "line 1 column 1 (char 0)",  # the 100 zeros declared
+        }[method]
+    )
+    assert peak < 4 * CAP
+
+
+@pytest.mark.parametrize("method", METHODS.values(), ids=METHODS.keys())
+def test_a_header_over_the_cap_refuses_the_whole_log(small_cap, method):
+    items, peak = read_measured(zip_of([bomb("header.json", method, declared=EXPANDED)]))
+    [found] = problems(items)
+    assert found.location == {}
+    assert found.message.startswith("the member header.json is 67,108,864 bytes uncompressed")
+    assert found.message.endswith("; nothing was read")
+    assert traces(items) == []
+    assert peak < 4 * CAP
+
+
+def test_the_cap_defaults_to_at_most_the_upload_cap(settings):
+    assert settings.IMPORT_MEMBER_MAX_BYTES <= settings.UPLOAD_MAX_BYTES
