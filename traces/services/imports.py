@@ -281,10 +281,19 @@ class _TraceState:
         self.metadata = draft.metadata
         self.blocks = 0
         self.failure_step = failure_step(draft.metadata)
-        self.content = hashlib.sha256()
-        self.content.update(_hash_part(self.name))
-        # Raises TypeError for what JSON cannot keep.
-        self.content.update(_hash_part(jsontext.dumps(draft.metadata)))
+        self._content: Any = None
+
+    @property
+    def content(self) -> Any:
+        """The hash, begun at its first use: once the trace's values are checked (a
+        metadata nested too deeply is reported as such, not as unkeepable). Raises
+        TypeError for what JSON cannot keep."""
+        if self._content is None:
+            content = hashlib.sha256()
+            content.update(_hash_part(self.name))
+            content.update(_hash_part(jsontext.dumps(self.metadata)))
+            self._content = content
+        return self._content
 
 
 def _hash_part(part: str | bytes) -> bytes:
@@ -394,11 +403,7 @@ def _import_trace(
         found = problem(draft.location, f"cannot be kept as JSON: {exc}")
         problems.add(_with_file(found, file_name))
 
-    try:
-        trace = _TraceState(draft)
-    except TypeError as exc:
-        unkeepable(exc)
-        return
+    trace = _TraceState(draft)
 
     def emit(block: BlockDraft) -> None:
         if not problems.count:
