@@ -55,30 +55,42 @@ def test_a_large_record_goes_to_disk_at_once(temp_dir):
     spool.close()
 
 
-def test_rows_left_out_by_their_key_are_not_written(org, temp_dir):
-    """A duplicate trace's rows, spooled before it was known to be one, are left out of
-    the write (COPY text on PostgreSQL: values with tabs, line breaks and backslashes
-    stay one row each)."""
+def test_rows_left_out_since_a_mark_are_not_written(org, temp_dir):
+    """A duplicate trace's rows, spooled before it was known to be one, are taken back
+    (or, once pickled with other rows on SQLite, skipped by their key at the write); the
+    rows before and after them are written, values with tabs, line breaks and
+    backslashes too."""
     from django.utils import timezone
 
     from traces.models import Dataset
 
     dataset = Dataset.objects.create(organization=org, name="d")
-    spool = RowSpool(Trace._meta.db_table, TRACE_COLUMNS, key=0)  # key: the trace's id
+    spool = RowSpool(Trace._meta.db_table, TRACE_COLUMNS, key=4)  # key: the name here
     now = adapt_datetime(timezone.now())
-    for n, key in enumerate(["tr_keep1", "tr_drop", "tr_keep2", "tr_drop"]):
-        name = f"a\tb\nc\\ {n}"
-        spool.add(
-            (key if key != "tr_drop" else f"tr_drop{n}", org.pk, dataset.pk, n, name,
-             spool.json({"n": n}), spool.json({}), None, 0, now, now)
-        )  # fmt: skip
-    spool.leave_out("tr_drop1", 1)
-    spool.leave_out("tr_drop3", 1)
-    assert spool.count == 2
+    added = 0
+
+    def add(name: str) -> None:
+        nonlocal added
+        row = (f"tr_{added}", org.pk, dataset.pk, added, name, spool.json({}), spool.json({}),
+               None, 0, now, now)  # fmt: skip
+        spool.add(row)
+        added += 1
+
+    for _ in range(BATCH_ROWS - 1):
+        add("kept\tone\nline\\")
+    since = spool.mark()
+    add("across a batch")
+    add("across a batch")  # the batch is pickled with the first of these on SQLite
+    spool.leave_out("across a batch", since)
+    since = spool.mark()
+    add("in the batch")
+    spool.leave_out("in the batch", since)
+    add("last")
+    assert spool.count == BATCH_ROWS
     spool.insert()
     spool.close()
-    stored = Trace.objects.order_by("index").values_list("id", "name")
-    assert list(stored) == [("tr_keep1", "a\tb\nc\\ 0"), ("tr_keep2", "a\tb\nc\\ 2")]
+    names = list(Trace.objects.order_by("index").values_list("name", flat=True))
+    assert names == ["kept\tone\nline\\"] * (BATCH_ROWS - 1) + ["last"]
 
 
 def test_a_successful_import_leaves_nothing(org, temp_dir):

@@ -102,8 +102,7 @@ def _copy_field(file, value: Any) -> None:
 
 class RowSpool:
     def __init__(self, table: str, columns: Sequence[str], key: int = 1) -> None:
-        """`key`: the index of the column `leave_out` names rows by (a string column
-        whose values have no tab, backslash or line break, such as an id)."""
+        """`key`: the index of the column `leave_out` names rows by (an id)."""
         self.table = table
         self.columns = tuple(columns)
         self.key = key
@@ -127,10 +126,26 @@ class RowSpool:
             _copy_field(file, value)
         file.write(b"\n")
 
-    def leave_out(self, key: str, rows: int) -> None:
-        """The `rows` rows spooled with `key` in the key column are not written."""
-        self.left_out.add(key)
-        self.count -= rows
+    def mark(self) -> tuple[int, int, int]:
+        """Where the spool is now: `leave_out` takes back the rows added after it."""
+        return self.records.file.tell(), len(self.records._batch), self.count
+
+    def leave_out(self, key: str, since: tuple[int, int, int]) -> None:
+        """The rows added since the mark `since`, all with `key` in the key column, are
+        not written. They are taken back from the spool (COPY text: the file is cut back;
+        records: those still in the batch), or, once pickled with other rows, named by
+        their key and skipped at the write."""
+        position, batch, count = since
+        file, records = self.records.file, self.records
+        if self.copy_text:
+            file.seek(position)
+            file.truncate()
+        elif file.tell() == position:  # not pickled yet: still in the batch
+            records.count -= len(records._batch) - batch
+            del records._batch[batch:]
+        else:
+            self.left_out.add(key)
+        self.count = count
 
     def insert(self) -> None:
         """Write every row into the table (but those left out), in the current
@@ -150,31 +165,8 @@ class RowSpool:
         file.seek(0)
         with connection.cursor() as cursor, connection.wrap_database_errors:
             with cursor.cursor.copy(f"COPY {qn(self.table)} ({cols}) FROM STDIN") as copy:
-                if self.left_out:
-                    self._copy_kept(file, copy)
-                    return
                 while chunk := file.read(COPY_CHUNK):
                     copy.write(chunk)
-
-    def _copy_kept(self, file: Any, copy: Any) -> None:
-        """The COPY text of the rows not left out: a row is one line (COPY escapes line
-        breaks in values), its key the text between the key's tabs."""
-        left_out = {key.encode() for key in self.left_out}
-        kept: list[bytes] = []
-        size = 0
-        for line in file:
-            start = 0
-            for _ in range(self.key):
-                start = line.index(b"\t", start) + 1
-            if line[start : line.index(b"\t", start)] in left_out:
-                continue
-            kept.append(line)
-            size += len(line)
-            if size >= COPY_CHUNK:
-                copy.write(b"".join(kept))
-                kept, size = [], 0
-        if kept:
-            copy.write(b"".join(kept))
 
     def close(self) -> None:
         self.records.close()

@@ -130,6 +130,8 @@ class _Spool:
         if b.is_error:
             self.error_blocks.append(block_id)
             self.trace_errors[trace.id] = self.trace_errors.get(trace.id, 0) + 1
+        if trace.spooled_from is None:
+            trace.spooled_from = self.blocks.mark()
         trace.blocks += 1
         self.blocks.add(
             (
@@ -147,7 +149,8 @@ class _Spool:
         trace_id = trace.id
         content_hash = trace.content.hexdigest()
         if not self.allow_duplicates and content_hash in self.hashes:
-            self.blocks.leave_out(trace_id, trace.blocks)
+            if trace.spooled_from is not None:
+                self.blocks.leave_out(trace_id, trace.spooled_from)
             errors = self.trace_errors.pop(trace_id, 0)
             if errors:  # this trace's, noted last
                 del self.error_blocks[-errors:]
@@ -282,6 +285,7 @@ class _TraceState:
         self.blocks = 0
         self.failure_step = failure_step(draft.metadata)
         self._content: Any = None
+        self.spooled_from: Any = None  # the block spool's mark before its first block
 
     @property
     def content(self) -> Any:
