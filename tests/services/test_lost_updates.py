@@ -121,7 +121,7 @@ def test_imports_and_updates_at_once_keep_every_write(public_dataset):
     stale = stale_copies(public_dataset, WRITERS)
 
     def importer(i):
-        # Distinct traces: identical ones would be skipped as duplicates of each other.
+        # Distinct runs: identical ones would be skipped as duplicates.
         lines = [{"metadata": {f"import{i}": i}}, [{"role": "user", "content": f"hi {i}"}]]
         data = "".join(json.dumps(line) + "\n" for line in lines).encode()
         return trace_import(
