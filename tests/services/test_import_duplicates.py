@@ -87,3 +87,41 @@ def test_the_upload_page_skips_and_says_so_unless_the_box_is_ticked(org, client,
     assert Trace.objects.count() == 1
     upload(allow_duplicates="1")
     assert Trace.objects.count() == 2
+
+
+ERRED = [
+    {"role": "user", "content": "read it"},
+    {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{}"}}
+    ]},
+    {"role": "tool", "tool_call_id": "c1", "content": "no such file", "is_error": True},
+    {"role": "assistant", "content": "it is not there"},
+]  # fmt: skip
+
+
+def test_a_streamed_copy_leaves_out_its_spooled_blocks_and_tool_errors(org, monkeypatch):
+    """A long line's blocks are spooled before its content hash is known: a copy's rows
+    are left out when the rows are written, and its tool errors are not counted."""
+    from traces.ingest.formats import jsonl
+    from traces.models import Block
+
+    monkeypatch.setattr(jsonl, "LONG_LINE", 64)  # every line streams
+    data = "\n".join([json.dumps(ERRED), json.dumps(EVENTS), json.dumps(ERRED)]) + "\n"
+    result = trace_import(organization=org, dataset_name="d", files=[as_file(data, "s.jsonl")])
+    assert (result.traces, result.blocks) == (2, 7)
+    assert result.skipped == [{"file": "s.jsonl", "line": 3, "trace": 2, "name": ""}]
+    assert Block.objects.count() == 7
+    assert Block.objects.filter(is_error=True).count() == 1
+    assert sorted(Trace.objects.values_list("tool_errors", flat=True)) == [0, 1]
+
+
+def test_a_streamed_line_and_a_short_one_have_the_same_content_hash(org, monkeypatch):
+    from traces.ingest.formats import jsonl
+
+    trace_import(organization=org, dataset_name="d", files=[as_file(json.dumps(ERRED) + "\n")])
+    monkeypatch.setattr(jsonl, "LONG_LINE", 64)
+    again = trace_import(
+        organization=org, dataset_name="d", files=[as_file(json.dumps(ERRED) + "\n", "b.jsonl")]
+    )
+    assert (again.traces, again.blocks, len(again.skipped)) == (0, 0, 1)
+    assert Trace.objects.count() == 1

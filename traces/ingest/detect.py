@@ -7,9 +7,9 @@ from typing import BinaryIO
 import ijson
 
 from traces import jsontext
-from traces.ingest.lines import line_end, more_after
+from traces.ingest.lines import READ_MAX, Paced, line_end, more_after
 from traces.ingest.registry import FORMATS
-from traces.ingest.types import PARSE_BUFFER, Format, FormatProblem, Sniff, known_formats
+from traces.ingest.types import Format, FormatProblem, Sniff, known_formats
 
 HEAD_BYTES = 65536
 ZIP_MAGIC = b"PK\x03\x04"
@@ -80,7 +80,10 @@ def sniff(stream: BinaryIO) -> Sniff:
     try:
         # basic_parse, not parse: parse's prefixes grow with the depth, which made a
         # file nested 100,000 deep take half a minute to sniff.
-        for event, value in ijson.basic_parse(stream, multiple_values=True, buf_size=PARSE_BUFFER):
+        # Paced reads: a first value of many small strings is not held a megabyte at a time.
+        for event, value in ijson.basic_parse(
+            Paced(stream), multiple_values=True, buf_size=READ_MAX
+        ):
             if done_first:
                 multiple = True
                 break

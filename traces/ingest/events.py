@@ -6,8 +6,11 @@ is kept in `raw` of the first block it gives, and `metadata.event_index` says
 which event a block came from, so export gives the events back unchanged.
 """
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
+from traces import ids
+from traces.checks import check_json_depth
 from traces.errors import DuplicateCallId, TraceStoreError
 from traces.ingest.drafts import BlockDraft, ConvertedTrace, problem, problem_from_error
 from traces.ingest.images import extract_images
@@ -17,15 +20,31 @@ from traces.validation import Context, Limits, ParentInfo, validate_block
 TOOL_ROLES = ("tool", "function", "ipython")
 
 
+Emit = Callable[[BlockDraft], None]
+
+
 class _Trace:
-    def __init__(self, location: dict[str, Any], limits: Limits, depth_checked: bool) -> None:
+    """The state of one trace's conversion. Each block is given to `emit` as soon as it is
+    made; only what later blocks need is kept: the calls (TOOL_RESULT's parents) and the
+    current event's MESSAGE, so that a trace of many events is converted in the memory of
+    one event (plus its calls)."""
+
+    def __init__(
+        self, location: dict[str, Any], limits: Limits, depth_checked: bool, emit: Emit
+    ) -> None:
         self.location = location
         self.limits = limits
         self.depth_checked = depth_checked
-        self.blocks: list[BlockDraft] = []
+        self.emit = emit
+        self.count = 0  # blocks made
+        # Block index -> (id, sub type, call_id) of the blocks a later block may hang
+        # under: the current event's MESSAGE and every TOOL_CALL.
+        self.parents: dict[int, tuple[str, str, str | None]] = {}
+        self.message: int | None = None  # the current event's MESSAGE, if any
         self.images: dict[str, Any] = {}
         self.problems: list[dict[str, Any]] = []
         self.calls: dict[str, int] = {}  # stored call_id -> draft index
+        self.call_names: dict[str, Any] = {}  # stored call_id -> the function's name
         # The id as the file wrote it -> the stored id of its latest call: agents reuse
         # an id once its call is answered, and stored ids must be unique in a trace.
         self.current: dict[str, str] = {}
@@ -51,11 +70,15 @@ class _Trace:
         raw: Any,
         notes: dict[str, Any] | None = None,
         field_prefix: str = "",
+        stored_payload: dict[str, Any] | None = None,
+        is_error: bool = False,
     ) -> int | None:
-        parent_info = None
+        """`stored_payload`: what to store when it differs from what is validated;
+        `is_error`: a TOOL_RESULT the format marks as a tool error."""
+        parent_info = parent_id = None
         if parent is not None:
-            p = self.blocks[parent]
-            parent_info = ParentInfo(id=None, sub_type=p.sub_type, call_id=p.call_id)
+            parent_id, parent_sub_type, parent_call_id = self.parents[parent]
+            parent_info = ParentInfo(id=None, sub_type=parent_sub_type, call_id=parent_call_id)
         try:
             valid = validate_block(
                 sub_type=sub_type,
@@ -75,19 +98,32 @@ class _Trace:
         if notes:
             metadata.update(notes)
         metadata.update(valid.notes)
-        self.blocks.append(
+        index, block_id = self.count, ids.block_id()
+        self.count += 1
+        if valid.sub_type in ("MESSAGE", "TOOL_CALL"):
+            self.parents[index] = (block_id, valid.sub_type, valid.call_id)
+        self.emit(
             BlockDraft(
                 sub_type=valid.sub_type,
                 block_type=valid.block_type,
-                payload=valid.payload,
+                payload=valid.payload if stored_payload is None else stored_payload,
                 raw=raw,
                 metadata=metadata,
                 parent=parent,
                 call_id=valid.call_id,
                 result_seq=valid.result_seq,
+                id=block_id,
+                parent_id=parent_id,
+                is_error=is_error,
             )
         )
-        return len(self.blocks) - 1
+        return index
+
+    def next_event(self) -> None:
+        """A MESSAGE is a parent only within its own event."""
+        if self.message is not None:
+            self.parents.pop(self.message, None)
+            self.message = None
 
     def new_call_id(self, event_index: int, j: int) -> str:
         self.generated += 1
@@ -165,7 +201,7 @@ def _result_targets(t: _Trace, event: dict[str, Any], i: int) -> list[str] | Non
     waiting = [call_id for call_id in t.turn_calls if call_id in t.unanswered]
     name = event.get("name")
     if event.get("role") == "function" and name:
-        named = [c for c in waiting if t.blocks[t.calls[c]].payload.get("name") == name]
+        named = [c for c in waiting if t.call_names.get(c) == name]
         waiting = named or waiting
     if waiting:
         return [waiting[0]]
@@ -201,16 +237,15 @@ def _tool_output(t: _Trace, event: dict[str, Any], i: int, raw: Any, content: An
         # seq are legal several times under one call (spec/004).
         t.unanswered.pop(call_id, None)
         payload = {"call_id": call_id, "output": content}
-        index = t.add(
+        t.add(
             i,
             "TOOL_RESULT",
             payload,
             t.calls[call_id],
             raw if n == 0 else None,
             field_prefix="content<-",
+            is_error=failed,
         )
-        if index is not None and failed:
-            t.blocks[index].is_error = True
 
 
 def _message(t: _Trace, event: dict[str, Any], i: int, raw: Any, content: Any) -> None:
@@ -224,13 +259,12 @@ def _message(t: _Trace, event: dict[str, Any], i: int, raw: Any, content: Any) -
         # A user who calls tools (tau2) has no text: keep the turn, note why.
         notes = {"empty_content_with_children": True}
         payload_for_check = {**payload, "role": "assistant"}
-        parent = t.add(i, "MESSAGE", payload_for_check, None, raw, notes)
-        if parent is not None:
-            t.blocks[parent].payload = payload
+        parent = t.add(i, "MESSAGE", payload_for_check, None, raw, notes, stored_payload=payload)
     else:
         parent = t.add(i, "MESSAGE", payload, None, raw)
     if parent is None:
         return
+    t.message = parent
     if calls:
         t.turn_calls = []
     for text in thoughts:
@@ -266,31 +300,47 @@ def _message(t: _Trace, event: dict[str, Any], i: int, raw: Any, content: Any) -
         index = t.add(i, "TOOL_CALL", payload, parent, None, notes, f"tool_calls[{j}].")
         if index is not None:
             t.calls[call_id] = index
+            t.call_names[call_id] = name
             t.current[written] = call_id
             t.unanswered[call_id] = None
             t.turn_calls.append(call_id)
 
 
 def events_to_blocks(
-    events: list[Any],
+    events: Iterable[Any],
     *,
     location: dict[str, Any],
     limits: Limits,
     images: bool = True,
     depth: int | None = None,
+    emit: Emit | None = None,
+    check_events: bool = False,
 ) -> ConvertedTrace:
-    """`images`: False when the caller knows that no event holds an inline image; `depth`:
-    how deeply the document the events come from nests, if known (TraceDraft)."""
+    """`events`: a list, or an iterator that reads them one at a time. `images`: False when
+    the caller knows that no event holds an inline image; `depth`: how deeply the document
+    the events come from nests, if known (TraceDraft). `emit`: given each block as soon
+    as it is made (then the result's `blocks` is empty), so that no trace is held whole;
+    each block's `id` and `parent_id` are set, and `parent` is its parent's index.
+    `check_events`: each event (kept whole in `raw`) is refused if it nests deeper than
+    MAX_DEPTH, for events the caller could not check before (an iterator)."""
+    blocks: list[BlockDraft] = []
     # A payload holds a part of an event in one object: it nests less deeply than the
     # document that holds the event in an array (tool arguments given as a string are
     # parsed with their own limit).
-    t = _Trace(location, limits, depth_checked=depth is not None and depth <= MAX_DEPTH)
-    if not events:
-        t.problems.append(problem(location, "a trace needs at least one event", rule="non_empty"))
+    depth_checked = depth is not None and depth <= MAX_DEPTH
+    t = _Trace(location, limits, depth_checked, blocks.append if emit is None else emit)
+    i = -1
     for i, event in enumerate(events):
+        t.next_event()
         if not isinstance(event, dict):
             t.problems.append(problem(t.where(i), "an event must be a JSON object", rule="type"))
             continue
+        if check_events and not depth_checked:
+            try:
+                check_json_depth(event, "event")
+            except TraceStoreError as exc:
+                t.problems.append(problem_from_error(t.where(i), exc))
+                continue
         role = event.get("role")
         if not isinstance(role, str) or not role.strip():
             t.problems.append(
@@ -308,7 +358,12 @@ def events_to_blocks(
             _tool_output(t, event, i, raw, content)
         else:
             _message(t, event, i, raw, content)
-    return ConvertedTrace(t.blocks, t.images, t.problems)
+        event = raw = content = None
+    if i < 0:
+        t.problems.insert(
+            0, problem(location, "a trace needs at least one event", rule="non_empty")
+        )
+    return ConvertedTrace(blocks, t.images, t.problems)
 
 
 __all__ = ["events_to_blocks", "Context"]

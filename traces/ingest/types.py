@@ -1,6 +1,6 @@
 """What a format adapter yields: traces to import and dataset metadata."""
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Protocol
 
@@ -17,12 +17,14 @@ class TraceDraft:
     """One trace as a format adapter read it, before validation.
 
     Exactly one of `events` (chat format, spec/000) or `blocks` (spec/004) is set.
+    `events` may be an iterator that reads them from the file as they are converted
+    (a long JSON Lines line, traces/ingest/streamed.py): then it is read once.
     `location` says where it came from, for problem reports ({"trace": 3} or
     {"line": 12}).
     """
 
     location: dict[str, Any]
-    events: list[Any] | None = None
+    events: Iterable[Any] | None = None
     blocks: list[Any] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     name: str = ""

@@ -27,9 +27,9 @@ from traces.checks import Limits, check_json_depth, check_no_nul
 from traces.errors import ImportFailed, ValidationFailed
 from traces.ingest.blocks import blocks_to_drafts
 from traces.ingest.detect import detect
-from traces.ingest.drafts import ConvertedTrace, problem, problem_from_error
-from traces.ingest.events import events_to_blocks
-from traces.ingest.failure import mark_failure
+from traces.ingest.drafts import BlockDraft, ConvertedTrace, problem, problem_from_error
+from traces.ingest.events import Emit, events_to_blocks
+from traces.ingest.failure import failure_step, mark_failure
 from traces.ingest.types import DatasetMetadata, FormatProblem, TraceDraft
 from traces.models import Block, Dataset, Image, Organization, Trace, TraceImage
 from traces.services.annotations import trace_reward
@@ -109,38 +109,58 @@ class _Spool:
         for spool in (self.traces, self.blocks, self.images, self.links):
             spool.close()
 
-    def add(self, draft: TraceDraft, converted: ConvertedTrace) -> bool:
-        """Spool one trace, unless the dataset (or this upload) has it already and
-        duplicates are not allowed: False then. Raises TypeError for what JSON cannot keep
-        (the rows already spooled do not matter then: a problem means nothing is
-        written)."""
-        trace_id = ids.trace_id()
-        block_ids = [ids.block_id() for _ in converted.blocks]
-        name = _trace_name(draft)
-        content_hash = _content_hash(name, draft.metadata, converted, self.blocks.json)
+    def block(
+        self, trace: "_TraceState", b: BlockDraft, block_id: str, parent_id: str | None
+    ) -> None:
+        """Spool one block row: its part of the trace's content hash first (as made),
+        then the failure's mark (Who&When) and its tool error noted. Raises TypeError for
+        what JSON cannot keep (the rows already spooled do not matter then: a problem
+        means nothing is written)."""
+        dumps, now = self.blocks.json, self.stamp
+        payload = dumps(b.payload)
+        raw = None if b.raw is None else dumps(b.raw)
+        metadata = dumps(b.metadata)
+        content = trace.content
+        content.update(_hash_part(f"{b.sub_type} {b.parent}"))
+        for part in (payload, dumps(None) if raw is None else raw, metadata):
+            content.update(_hash_part(part))
+        if trace.failure_step is not None and mark_failure(trace.metadata, b, block_id):
+            trace.failure_step = None
+            metadata = dumps(b.metadata)
+        if b.is_error:
+            self.error_blocks.append(block_id)
+            self.trace_errors[trace.id] = self.trace_errors.get(trace.id, 0) + 1
+        if trace.spooled_from is None:
+            trace.spooled_from = self.blocks.mark()
+        trace.blocks += 1
+        self.blocks.add(
+            (
+                block_id, trace.id, b.block_type, b.sub_type, parent_id,
+                payload, metadata, raw, dumps(b.extra), b.call_id, b.result_seq,
+                now, now,
+            ),
+            len(payload) + (0 if raw is None else len(raw)),
+        )  # fmt: skip
+
+    def trace(self, trace: "_TraceState", draft: TraceDraft, converted: ConvertedTrace) -> bool:
+        """Spool the trace's row and its images, once its blocks are spooled, unless
+        the dataset (or this upload) has it already and duplicates are not allowed: then
+        its blocks already spooled are left out of the write, and False."""
+        trace_id = trace.id
+        content_hash = trace.content.hexdigest()
         if not self.allow_duplicates and content_hash in self.hashes:
+            if trace.spooled_from is not None:
+                self.blocks.leave_out(trace_id, trace.spooled_from)
+            errors = self.trace_errors.pop(trace_id, 0)
+            if errors:  # this trace's, noted last
+                del self.error_blocks[-errors:]
             return False
         self.hashes.add(content_hash)
-        mark_failure(draft.metadata, converted, block_ids)
-        self._note_errors(trace_id, converted, block_ids)
-        dumps, now = self.blocks.json, self.stamp
-        for n, b in enumerate(converted.blocks):
-            payload = dumps(b.payload)
-            raw = None if b.raw is None else dumps(b.raw)
-            self.blocks.add(
-                (
-                    block_ids[n], trace_id, b.block_type, b.sub_type,
-                    None if b.parent is None else block_ids[b.parent],
-                    payload, dumps(b.metadata), raw, dumps(b.extra), b.call_id, b.result_seq,
-                    now, now,
-                ),
-                len(payload) + (0 if raw is None else len(raw)),
-            )  # fmt: skip
         metadata = draft.metadata
         metadata_text = jsontext.dumps(metadata)
         self.traces.add(
-            (trace_id, name[:500], metadata_text, trace_reward(extra={}, metadata=metadata),
-             len(block_ids), content_hash),
+            (trace_id, trace.name[:500], metadata_text,
+             trace_reward(extra={}, metadata=metadata), trace.blocks, content_hash),
             len(metadata_text),
         )  # fmt: skip
         for sha, image in converted.images.items():
@@ -149,12 +169,6 @@ class _Spool:
                 self.images.add((sha, image.mime_type, image.data), len(image.data))
             self.links.add((trace_id, sha))
         return True
-
-    def _note_errors(self, trace_id: str, converted: ConvertedTrace, block_ids: list[str]) -> None:
-        errors = [block_ids[n] for n, b in enumerate(converted.blocks) if b.is_error]
-        if errors:
-            self.error_blocks.extend(errors)
-            self.trace_errors[trace_id] = len(errors)
 
     def _write_errors(self) -> None:
         """Block.is_error and Trace.tool_errors, written after the bulk rows (whose
@@ -258,19 +272,32 @@ def _hold_images(image_ids: dict[str, int]) -> set[str]:
     return {by_id[i] for i in ordered if i not in held}
 
 
-def _content_hash(
-    name: str, metadata: dict[str, Any], converted: ConvertedTrace, dumps: Callable[[Any], Any]
-) -> str:
-    """SHA-256 of what the trace stores but its ids and times: its name, metadata and
-    each block. One block is serialized at a time, so a huge trace is not held twice."""
-    content = hashlib.sha256()
-    content.update(_hash_part(name))
-    content.update(_hash_part(jsontext.dumps(metadata)))
-    for b in converted.blocks:
-        content.update(_hash_part(f"{b.sub_type} {b.parent}"))
-        for value in (b.payload, b.raw, b.metadata):
-            content.update(_hash_part(dumps(value)))
-    return content.hexdigest()
+class _TraceState:
+    """One trace while its blocks are spooled: its id, name and metadata, its content
+    hash so far (SHA-256 of what it stores but its ids and times: name, metadata as read,
+    then each block as made, before the failure's mark), how many blocks are spooled,
+    and the failure step whose block is still to be marked."""
+
+    def __init__(self, draft: TraceDraft) -> None:
+        self.id = ids.trace_id()
+        self.name = _trace_name(draft)
+        self.metadata = draft.metadata
+        self.blocks = 0
+        self.failure_step = failure_step(draft.metadata)
+        self._content: Any = None
+        self.spooled_from: Any = None  # the block spool's mark before its first block
+
+    @property
+    def content(self) -> Any:
+        """The hash, begun at its first use: once the trace's values are checked (a
+        metadata nested too deeply is reported as such, not as unkeepable). Raises
+        TypeError for what JSON cannot keep."""
+        if self._content is None:
+            content = hashlib.sha256()
+            content.update(_hash_part(self.name))
+            content.update(_hash_part(jsontext.dumps(self.metadata)))
+            self._content = content
+        return self._content
 
 
 def _hash_part(part: str | bytes) -> bytes:
@@ -307,7 +334,8 @@ def _unstorable(draft: TraceDraft) -> list[dict[str, Any]]:
     if draft.depth is not None and draft.depth <= jsontext.MAX_DEPTH:
         return found  # no value inside the document nests deeper than the document
     values = [(draft.location, "metadata", draft.metadata)]
-    for n, event in enumerate(draft.events or []):
+    # Events read as they are converted (an iterator) are checked by the converter.
+    for n, event in enumerate(draft.events if isinstance(draft.events, list) else []):
         values.append(({**draft.location, "event": n}, "event", event))
     for n, block in enumerate(draft.blocks or []):
         if isinstance(block, dict):
@@ -321,7 +349,9 @@ def _unstorable(draft: TraceDraft) -> list[dict[str, Any]]:
     return found
 
 
-def _convert(draft: TraceDraft, limits: Limits) -> ConvertedTrace:
+def _convert(draft: TraceDraft, limits: Limits, emit: Emit) -> ConvertedTrace:
+    """Chat events are converted one at a time, each block given to `emit` as it is made;
+    a spec/004 block array is converted whole (its `blocks`)."""
     unstorable = _unstorable(draft)
     if unstorable:
         return ConvertedTrace([], {}, unstorable)
@@ -336,6 +366,8 @@ def _convert(draft: TraceDraft, limits: Limits) -> ConvertedTrace:
             limits=limits,
             images=draft.images_possible,
             depth=draft.depth,
+            emit=emit,
+            check_events=not isinstance(draft.events, list),
         )
     try:
         check_rewards(draft.metadata, field_name="metadata")
@@ -363,6 +395,42 @@ def _convert(draft: TraceDraft, limits: Limits) -> ConvertedTrace:
 
 def _with_file(found: dict[str, Any], name: str) -> dict[str, Any]:
     return {"file": name, **found}
+
+
+def _import_trace(
+    draft: TraceDraft, *, spool: _Spool, problems: _Problems, limits: Limits, file_name: str
+) -> None:
+    """Convert, check and spool one trace. Its blocks are spooled as they are made, while
+    the upload has no problem; a problem found later still means nothing is written."""
+
+    def unkeepable(exc: TypeError) -> None:  # NaN or >64-bit numbers from a lenient parser
+        found = problem(draft.location, f"cannot be kept as JSON: {exc}")
+        problems.add(_with_file(found, file_name))
+
+    trace = _TraceState(draft)
+
+    def emit(block: BlockDraft) -> None:
+        if not problems.count:
+            try:
+                spool.block(trace, block, block.id, block.parent_id)
+            except TypeError as exc:
+                unkeepable(exc)
+
+    converted = _convert(draft, limits, emit)
+    for found in converted.problems:
+        problems.add(_with_file(found, file_name))
+    if problems.count:
+        return
+    try:
+        if converted.blocks:  # a block array, converted whole: its ids are made here
+            block_ids = [ids.block_id() for _ in converted.blocks]
+            for n, b in enumerate(converted.blocks):
+                parent_id = None if b.parent is None else block_ids[b.parent]
+                spool.block(trace, b, block_ids[n], parent_id)
+        if not spool.trace(trace, draft, converted):
+            spool.skipped.append({"file": file_name, **draft.location, "name": trace.name})
+    except TypeError as exc:
+        unkeepable(exc)
 
 
 def _import_file(
@@ -397,23 +465,9 @@ def _import_file(
                 else:
                     spool.dataset_metadata.update(item.metadata)
             else:
-                converted = _convert(item, limits)
-                for found in converted.problems:
-                    problems.add(_with_file(found, name))
-                if not problems.count:
-                    try:
-                        if not spool.add(item, converted):
-                            spool.skipped.append(
-                                {"file": name, **item.location, "name": _trace_name(item)}
-                            )
-                    except TypeError as exc:  # NaN or >64-bit numbers from a lenient parser
-                        problems.add(
-                            _with_file(
-                                problem(item.location, f"cannot be kept as JSON: {exc}"), name
-                            )
-                        )
+                _import_trace(item, spool=spool, problems=problems, limits=limits, file_name=name)
             # The trace is spooled: nothing of it stays in memory while the next is read.
-            item = converted = None
+            item = None
             if progress is not None:
                 pos = stream.tell()
                 progress(pos - last_pos)

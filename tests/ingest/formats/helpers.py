@@ -39,7 +39,14 @@ def sniff_of(data: bytes) -> Sniff:
 def read_with(fmt: Format, data: bytes | dict[str, Any]) -> list[Any]:
     if isinstance(data, dict):
         data = orjson.dumps(data)
-    return list(fmt.read(io.BytesIO(data)))
+    items = []
+    for item in fmt.read(io.BytesIO(data)):
+        if isinstance(item, TraceDraft) and not isinstance(item.events, list | None):
+            # A streamed trace's events (a long JSON Lines line): read while it is current,
+            # as the importer does.
+            item.events = list(item.events)
+        items.append(item)
+    return items
 
 
 def traces(items: list[Any]) -> list[TraceDraft]:

@@ -1,7 +1,9 @@
 """One JSON object that is one trace: `{"messages"|"blocks": [...], "metadata": {...}, ...}`,
 on one line or pretty-printed over many (json.dump(indent=2)); or `{"metadata": {...}}`
 alone, the dataset's metadata. Every other key of the object is kept in the trace's
-metadata (traces_in.trace_from_value). Read with an incremental parser.
+metadata (traces_in.trace_from_value). Read with an incremental parser; a file of one
+line is read as JSON Lines of one line, so that a long one streams within its trace
+(traces/ingest/streamed.py) and its problems say `line` as a longer file's do.
 """
 
 from collections.abc import Iterator
@@ -9,6 +11,7 @@ from typing import BinaryIO
 
 import ijson
 
+from traces.ingest.formats import jsonl
 from traces.ingest.lines import line_end, more_after
 from traces.ingest.traces_in import trace_from_value
 from traces.ingest.types import PARSE_BUFFER, DatasetMetadata, FormatProblem, Item, Sniff
@@ -42,7 +45,10 @@ class JsonObject:
         )
 
     def read(self, stream: BinaryIO) -> Iterator[Item]:
-        where = {"line": 1, "trace": 0} if _one_line(stream) else {"trace": 0}
+        if _one_line(stream):
+            yield from jsonl.FORMAT.read(stream)
+            return
+        where = {"trace": 0}
         try:
             value = next(ijson.items(stream, "", use_float=True, buf_size=PARSE_BUFFER))
         except (ijson.JSONError, StopIteration) as exc:

@@ -7,23 +7,16 @@ from typing import Any, BinaryIO
 import ijson
 
 from traces import jsontext
+from traces.ingest import streamed
 from traces.ingest.lines import Bounded, line_end
 from traces.ingest.traces_in import trace_from_value
 from traces.ingest.types import DatasetMetadata, FormatProblem, Item, Sniff
 
-# Lines longer than this are parsed as they are read (ijson), never held whole: the bytes
-# of a 40 MB line plus orjson's own copy of them cost more than the trace they hold.
-LONG_LINE = 4 << 20
+# Lines this long are read as they stream (traces/ingest/streamed.py), never held whole:
+# the Python objects of a trace of small events cost 10-30x its text.
+LONG_LINE = streamed.STREAM_LINE
 _LONG_LINE_BUFFER = 4 << 20  # ijson's reads in a long line (see types.PARSE_BUFFER)
-
-# An inline image (traces/ingest/images.py) starts with one of the first two; JSON can
-# only write those characters otherwise as `\/` or `\u00XX`. A line holding none of the
-# four holds no image, and the importer need not look for one in each value.
-_IMAGE_HINTS = (b"data:image", b"base64_img", b"\\/", b"\\u00")
-
-
-def images_possible(line: bytes) -> bool:
-    return any(hint in line for hint in _IMAGE_HINTS)
+images_possible = streamed.images_possible
 
 
 def _parse_long_line(stream: BinaryIO, start: int) -> Any:
@@ -52,6 +45,38 @@ def _parse_long_line(stream: BinaryIO, start: int) -> Any:
     return value
 
 
+def _long_line(stream: BinaryIO, start: int, line_no: int) -> Iterator[tuple[int, Any, dict]]:
+    """`_lines`' one item for the line at `start`, of at least LONG_LINE bytes: a trace of
+    events is given as its shell (streamed.scan) with `events` to read them one at a time;
+    any other value is parsed whole."""
+    stream.seek(start)
+    length = line_end(stream)  # None: the line runs to the end of the file
+    end = stream.tell() if length is None else start + length + 1
+    try:
+        shape = streamed.scan(stream, start, end - start)
+    except jsontext.JsonError as exc:
+        stream.seek(end)
+        yield line_no, exc, {}
+        return
+    if shape.prefix is None:
+        if shape.depth > jsontext.MAX_DEPTH:
+            known = {}  # the importer checks each value it stores
+        else:
+            known = {"depth": shape.depth, "images_possible": shape.images_possible}
+        try:
+            value = _parse_long_line(stream, start)
+        except jsontext.JsonError as exc:
+            value = exc
+        yield line_no, value, known
+        return
+    events = streamed.events(stream, start, end - start, shape)
+    known = {"depth": shape.depth, "images_possible": shape.images_possible, "events": events}
+    yield line_no, shape.shell, known
+    # The importer has read the events (or left them): on after the line.
+    events.close()
+    stream.seek(end)
+
+
 def _lines(stream: BinaryIO) -> Iterator[tuple[int, Any, dict[str, Any]]]:
     """(line number, its JSON value or the JsonError saying why it has none, what is known
     of its bytes: TraceDraft's `depth` and `images_possible`), for every line that is not
@@ -65,10 +90,7 @@ def _lines(stream: BinaryIO) -> Iterator[tuple[int, Any, dict[str, Any]]]:
         line_no += 1
         if len(line) == LONG_LINE and not line.endswith(b"\n"):
             line = None
-            try:
-                yield line_no, _parse_long_line(stream, start), {}
-            except jsontext.JsonError as exc:
-                yield line_no, exc, {}
+            yield from _long_line(stream, start, line_no)
             continue
         if line.isspace():  # isspace(): no stripped copy
             continue
@@ -117,8 +139,11 @@ class JsonLines:
                 else:
                     yield DatasetMetadata(value["metadata"])
                 continue
+            events = known.pop("events", None)
             trace = trace_from_value(value, {**where, "trace": trace_index}, **known)
-            value = None
+            if events is not None and not isinstance(trace, FormatProblem):
+                trace.events = events  # read as the importer converts them
+            value = events = None
             yield trace
             trace = None
             trace_index += 1
