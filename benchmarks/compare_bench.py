@@ -22,31 +22,27 @@ TARGET_RATIO times the floor.
 import statistics
 import tempfile
 import time
-import uuid
 from argparse import ArgumentParser
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import orjson
-from django.contrib.auth import get_user_model
 from django.db import connection
-from django.test import Client
 from django.urls import reverse
 
 from benchmarks.import_bench import timed_import
 from benchmarks.ui_bench import (
     _cleanup,
     _get,
-    _host,
     _load,
     _timed,
     _verdict,
+    signed_in_member,
     write_long_trace,
 )
-from traces.models import Block, Membership, Trace
+from traces.models import Block, Trace
 from traces.selectors.compare import trace_compare
-from traces.services.organizations import organization_get_or_create
 
 HELP = "compare two 10,000-block traces: selector, API and page against a one-query floor"
 BLOCKS = 10_000
@@ -103,12 +99,7 @@ def run(options: Mapping[str, Any], log: Callable[[str], None]) -> str:
         raise ValueError("--scale must be in (0, 10]")
     seed: int = options.get("seed", 20250101)
     blocks = max(20, round(BLOCKS * scale))
-    tag = uuid.uuid4().hex[:12]
-    organization = organization_get_or_create(slug=f"benchmark-compare-{tag}")
-    user = get_user_model().objects.create_user(username=f"benchmark-compare-{tag}")
-    Membership.objects.create(user=user, organization=organization, role="member")
-    client = Client(HTTP_HOST=_host())
-    client.force_login(user)
+    organization, user, client = signed_in_member("benchmark-compare")
     started = time.perf_counter()
     try:
         with tempfile.TemporaryDirectory(prefix="benchmark-compare-") as tmp:
