@@ -50,6 +50,7 @@ from django.db.models.functions import Coalesce, Floor
 from traces import jsontext
 from traces.models import Annotation, Block, Dataset, SubType, Trace
 from traces.rewards import SUCCESS, succeeded
+from traces.trials import TASK_KEYS
 
 PASS_K_MAX = 5
 MAX_KEYS = 200
@@ -340,9 +341,7 @@ def metadata_keys(*, traces: QuerySet[Trace]) -> list[str]:
         return [row[0] for row in cursor.fetchall()]
 
 
-GROUP_KEY_PREFERENCE = (
-    "task_id", "instance_id", "question_id", "task", "problem_id", "sample_id", "example_id",
-)  # fmt: skip
+GROUP_KEY_PREFERENCE = TASK_KEYS
 
 
 def default_group_key(keys: list[str]) -> str | None:

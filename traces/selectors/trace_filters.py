@@ -1,9 +1,13 @@
-"""Which traces a list shows: one filter, read from the dataset page's form and from the
-query parameters of `/v1/.../traces`, applied by one selector."""
+"""Which traces a list shows and in which order: one filter, read from the dataset page's
+form and from the query parameters of `/v1/.../traces`, applied by one selector; the sorts
+of the trace list (each walks an index of traces/models.py, so a page of a sorted list
+costs the rows it shows), shared by the list and by the trace page's previous/next."""
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import F, Q, QuerySet
+from django.db.models.expressions import OrderBy
 
 from traces.models import Trace
 from traces.selectors.annotations import traces_labelled
@@ -21,6 +25,7 @@ class TraceFilter:
     metadata: dict[str, str] = field(default_factory=dict)  # key -> value, all must match
     annotated: bool | None = None  # see traces.selectors.stats on what "annotated" means
     label: str = ""  # tagged with this label of the dataset's vocabulary (trace or block)
+    tool_error: bool | None = None  # has a tool result marked as an error (or has none)
 
 
 def traces_filtered(*, traces: QuerySet[Trace], filters: TraceFilter) -> QuerySet[Trace]:
@@ -37,8 +42,89 @@ def traces_filtered(*, traces: QuerySet[Trace], filters: TraceFilter) -> QuerySe
         traces = traces.filter(reward__lte=filters.reward_max)
     if filters.annotated is not None:
         traces = traces_annotated(traces=traces, annotated=filters.annotated)
+    if filters.tool_error is not None:
+        traces = (
+            traces.filter(tool_errors__gt=0) if filters.tool_error else traces.filter(tool_errors=0)
+        )
     if filters.label:
         traces = traces_labelled(traces=traces, label=filters.label)
     if filters.text:
         traces = traces_matching(traces=traces, text=filters.text)
     return traces
+
+
+@dataclass(frozen=True)
+class SortKey:
+    column: str
+    nullable: bool = False  # NULLs come last, whichever the direction
+
+
+_INDEX = SortKey("index")
+# A sort's keys, the trace's index last (unique in a dataset, so the order is total).
+TRACE_SORTS: dict[str, tuple[SortKey, ...]] = {
+    "index": (_INDEX,),
+    "name": (SortKey("name"), _INDEX),
+    "task": (SortKey("task"), SortKey("trial", nullable=True), _INDEX),
+    "trial": (SortKey("trial", nullable=True), _INDEX),
+    "reward": (SortKey("reward", nullable=True), _INDEX),
+    "turns": (SortKey("block_count"), _INDEX),
+    "errors": (SortKey("tool_errors"), _INDEX),
+}
+
+
+def sort_known(sort: str) -> bool:
+    """Whether `sort` names a sort: a key of TRACE_SORTS, "-" before it for descending."""
+    return sort.removeprefix("-") in TRACE_SORTS
+
+
+def _keys(sort: str) -> tuple[tuple[SortKey, ...], bool]:
+    return TRACE_SORTS[sort.removeprefix("-")], sort.startswith("-")
+
+
+def _order(key: SortKey, descending: bool, nulls_last: bool = True) -> OrderBy:
+    nulls: dict[str, Any] = {}
+    if key.nullable:
+        nulls = {"nulls_last": True} if nulls_last else {"nulls_first": True}
+    return F(key.column).desc(**nulls) if descending else F(key.column).asc(**nulls)
+
+
+def traces_sorted(*, traces: QuerySet[Trace], sort: str) -> QuerySet[Trace]:
+    """`traces` in the order `sort` names ("index" when it names none)."""
+    keys, descending = _keys(sort if sort_known(sort) else "index")
+    return traces.order_by(*(_order(key, descending) for key in keys))
+
+
+def _beyond(key: SortKey, value: Any, descending: bool, nulls_last: bool) -> Q | None:
+    """The rows whose `key` comes strictly after `value` in that direction; None: none."""
+    column = key.column
+    if value is None:
+        return None if nulls_last else Q(**{f"{column}__isnull": False})
+    found = Q(**{f"{column}__lt" if descending else f"{column}__gt": value})
+    if key.nullable and nulls_last:
+        found |= Q(**{f"{column}__isnull": True})
+    return found
+
+
+def _same(key: SortKey, value: Any) -> Q:
+    return Q(**{f"{key.column}__isnull": True}) if value is None else Q(**{key.column: value})
+
+
+def traces_after(
+    *, traces: QuerySet[Trace], trace: Trace, sort: str, backwards: bool = False
+) -> QuerySet[Trace]:
+    """The traces of `traces` after `trace` in the order `sort` names, nearest first (the
+    ones before it, nearest first, when `backwards`): a keyset, so that the first of them
+    is one walk of the sort's index."""
+    keys, descending = _keys(sort if sort_known(sort) else "index")
+    # Backwards: the opposite direction, NULLs first.
+    descending, nulls_last = (not descending, False) if backwards else (descending, True)
+    values = [getattr(trace, key.column) for key in keys]
+    condition = Q(pk__in=[])
+    equal = Q()
+    for key, value in zip(keys, values, strict=True):
+        beyond = _beyond(key, value, descending, nulls_last)
+        if beyond is not None:
+            condition |= equal & beyond
+        equal &= _same(key, value)
+    ordered = [_order(key, descending, nulls_last) for key in keys]
+    return traces.filter(condition).order_by(*ordered)

@@ -41,6 +41,7 @@ from traces.services.datasets import (
     dataset_name_check,
 )
 from traces.spool import RecordSpool, RowSpool
+from traces.trials import trace_task_trial
 from traces.validation import check_accuracy, check_rewards
 
 MAX_PROBLEMS = 1000
@@ -158,9 +159,10 @@ class _Spool:
         self.hashes.add(content_hash)
         metadata = draft.metadata
         metadata_text = jsontext.dumps(metadata)
+        task, trial = trace_task_trial(metadata=metadata)
         self.traces.add(
             (trace_id, trace.name[:500], metadata_text,
-             trace_reward(extra={}, metadata=metadata), trace.blocks, content_hash),
+             trace_reward(extra={}, metadata=metadata), trace.blocks, content_hash, task, trial),
             len(metadata_text),
         )  # fmt: skip
         for sha, image in converted.images.items():
@@ -190,11 +192,12 @@ class _Spool:
         org_id, dataset_id = dataset.organization_id, dataset.pk
         rows = (
             (trace_id, org_id, dataset_id, first_index + n, name, metadata, "{}", reward,
-             blocks, now, now, content_hash)
-            for n, (trace_id, name, metadata, reward, blocks, content_hash)
+             blocks, now, now, content_hash, task, trial)
+            for n, (trace_id, name, metadata, reward, blocks, content_hash, task, trial)
             in enumerate(self.traces)
         )  # fmt: skip
-        _insert_in_chunks(Trace._meta.db_table, (*TRACE_COLUMNS, "content_hash"), rows)
+        columns = (*TRACE_COLUMNS, "content_hash", "task", "trial")
+        _insert_in_chunks(Trace._meta.db_table, columns, rows)
         self.blocks.insert()
         self._write_errors()
         image_ids = self._write_images(dataset.organization_id)
