@@ -491,3 +491,24 @@ def traces_context(request, listed, filters: Filters, count: int | None = None):
         "prev_href": link(page.previous_page_number()) if page.has_previous() else None,
         "next_href": link(page.next_page_number()) if page.has_next() else None,
     }
+
+
+@dataclass(frozen=True)
+class ListState:
+    """The trace list a trace page was opened from (its `list` parameter: the list's own
+    query string), so that its previous/next walk that list: its filter, its sort, and
+    the suffix its links carry on."""
+
+    filter: TraceFilter | None
+    sort: str
+    suffix: str  # "?list=..." or ""
+
+
+def list_state(request) -> ListState:
+    carried = request.GET.get("list", "")[:4000]
+    if not carried:
+        return ListState(None, "index", "")
+    filters = Filters.from_query(QueryDict(carried))
+    trace_filter, _ = filters.trace_filter()
+    query = filters.list_query()
+    return ListState(trace_filter, filters.sort, f"?{urlencode({'list': query})}" if query else "")

@@ -20,6 +20,7 @@ from django.views.decorators.http import require_POST, require_safe
 
 from explorer import trace_page as page
 from explorer.access import actor, policy_errors
+from explorer.dataset_page import list_state
 from explorer.render.content import safe
 from explorer.render.json import json_html
 from explorer.views.base import htmx_target, render_page, wants_partial
@@ -79,7 +80,8 @@ def trace_page(request, trace_id: str):
     if place is not None:
         chunk, start, acts_from = page.chunk_around(renderer, messages, place)
     chunk_context = page.chunk_context(renderer, tree, start, chunk, acts_from)
-    prev, nxt = trace_neighbours(trace=trace)
+    listed = list_state(request)  # J/K walk the list the reader came from
+    prev, nxt = trace_neighbours(trace=trace, filters=listed.filter, sort=listed.sort)
     counts = page.block_counts(tree)
     context = {
         "trace": trace,
@@ -87,6 +89,7 @@ def trace_page(request, trace_id: str):
         "dataset": trace.dataset,
         "prev": prev,
         "next": nxt,
+        "list_suffix": listed.suffix,
         "counts": counts,
         "block_total": sum(counts.values()) + len(page.orphan_nodes(tree)),
         "orphan_total": len(page.orphan_nodes(tree)),

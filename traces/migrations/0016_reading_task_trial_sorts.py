@@ -10,6 +10,15 @@ from traces import jsontext
 from traces.trials import trace_task_trial
 
 CHUNK = 2000
+# traces/models.py sort_index: the ascending indexes, walked both ways.
+SORTED_BY = [
+    ("reward",),
+    ("block_count",),
+    ("tool_errors",),
+    ("name",),
+    ("task", "trial"),
+    ("trial",),
+]
 # name: (PostgreSQL columns, SQLite columns). SQLite takes no NULLS LAST in an index, and
 # its NULLs are the smallest values, so that plain DESC already puts them last.
 DESCENDING = {
@@ -86,51 +95,17 @@ class Migration(migrations.Migration):
             field=models.IntegerField(blank=True, null=True),
         ),
         migrations.RunPython(fill_task_trial, migrations.RunPython.noop, elidable=True),
-        migrations.AddIndex(
-            model_name="trace",
-            index=models.Index(
-                models.F("dataset"), models.F("reward"), models.F("index"), name="trace_sort_reward"
-            ),
-        ),
-        migrations.AddIndex(
-            model_name="trace",
-            index=models.Index(
-                models.F("dataset"),
-                models.F("block_count"),
-                models.F("index"),
-                name="trace_sort_block_count",
-            ),
-        ),
-        migrations.AddIndex(
-            model_name="trace",
-            index=models.Index(
-                models.F("dataset"),
-                models.F("tool_errors"),
-                models.F("index"),
-                name="trace_sort_tool_errors",
-            ),
-        ),
-        migrations.AddIndex(
-            model_name="trace",
-            index=models.Index(
-                models.F("dataset"), models.F("name"), models.F("index"), name="trace_sort_name"
-            ),
-        ),
-        migrations.AddIndex(
-            model_name="trace",
-            index=models.Index(
-                models.F("dataset"),
-                models.F("task"),
-                models.F("trial"),
-                models.F("index"),
-                name="trace_sort_task",
-            ),
-        ),
-        migrations.AddIndex(
-            model_name="trace",
-            index=models.Index(
-                models.F("dataset"), models.F("trial"), models.F("index"), name="trace_sort_trial"
-            ),
-        ),
+        *[
+            migrations.AddIndex(
+                model_name="trace",
+                index=models.Index(
+                    models.F("dataset"),
+                    *(models.F(column) for column in columns),
+                    models.F("index"),
+                    name=f"trace_sort_{columns[0]}",
+                ),
+            )
+            for columns in SORTED_BY
+        ],
         migrations.RunPython(add_descending, drop_descending),
     ]
