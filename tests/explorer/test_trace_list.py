@@ -235,3 +235,18 @@ def test_a_hit_in_hostile_content_is_escaped(member_client, org):
     snippet = re.search(r'<a class="search-hit"[^>]*>(.*?)</a>', html, re.S).group(1)
     escaped = "&lt;script&gt;alert(1)&lt;/script&gt; <mark>zebra</mark> &quot;&lt;b&gt;&quot;"
     assert escaped in snippet
+
+
+def test_search_finds_tool_errors_with_the_is_error_qualifier(member_client, org):
+    dataset = real(org, TAU2_ERRORS, INSPECT_ERRORS)
+    html = page(member_client, dataset, "?q=is%3Aerror")
+    assert sorted(int(r[7]) for r in rows(html)) == [1, 11]  # as the "has tool error" filter
+    hits = re.findall(r'<a class="search-hit" href="[^"]*focus=(tb_\w+)', html)
+    assert len(hits) == 2
+    assert all(Block.objects.get(pk=block).is_error for block in hits)
+    # With words: the errors that hold them; the same word outside an error is no hit.
+    html = page(member_client, dataset, "?q=is%3Aerror+suspended")
+    assert [r[2] for r in rows(html)] == ["[service_issue]overdue_bill_suspension[PERSONA:Easy]"]
+    assert "<mark>suspended</mark>" in html
+    assert "No trace matches" in page(member_client, dataset, "?q=is%3Aerror+roaming")
+    assert len(rows(page(member_client, dataset, "?q=roaming"))) > 1

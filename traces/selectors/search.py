@@ -36,10 +36,23 @@ class PgTextMatch(Func):
         return sql, [*payload_params, *text_params]
 
 
-def blocks_matching(*, text: str) -> QuerySet[Block]:
+# A search qualifier: `is:error` keeps the tool results marked as errors (Block.is_error),
+# alone (every trace with a tool error) or with words (its errors that hold them).
+ERROR_QUALIFIER = "is:error"
+
+
+def search_qualified(text: str) -> tuple[str, bool]:
+    """The text of a search without its qualifier, and whether it asks for tool errors."""
+    words = text.split()
+    if not any(word.lower() == ERROR_QUALIFIER for word in words):
+        return text, False
+    return " ".join(word for word in words if word.lower() != ERROR_QUALIFIER), True
+
+
+def blocks_matching(*, text: str, errors_only: bool = False) -> QuerySet[Block]:
     """The blocks whose payload text holds `text`, among the kinds search reads
-    (traces/kinds.py: `searched`)."""
-    blocks = Block.objects.all()
+    (traces/kinds.py: `searched`); only tool errors when `errors_only`."""
+    blocks = Block.objects.filter(is_error=True) if errors_only else Block.objects.all()
     searched = kinds.searched_sub_types()
     if len(searched) < len(kinds.KINDS):  # every kind searched: no condition to plan
         blocks = blocks.filter(sub_type__in=searched)
@@ -57,13 +70,17 @@ def _unquoted(text: str) -> str:
 
 
 def traces_matching(*, traces: QuerySet[Trace], text: str) -> QuerySet[Trace]:
-    """The traces among `traces` with a block whose content matches `text`."""
+    """The traces among `traces` with a block whose content matches `text` (`is:error`
+    in it: with a tool error, holding the rest of the text if any)."""
+    text, errors_only = search_qualified(text.strip())
     text = _unquoted(text.strip())
+    if errors_only:
+        traces = traces.filter(tool_errors__gt=0)
     if not text:
         return traces
     if NUL in text:
         return traces.none()
-    hits = blocks_matching(text=text).values("trace_id")
+    hits = blocks_matching(text=text, errors_only=errors_only).values("trace_id")
     if connection.vendor != "postgresql":
         in_blocks = Q(pk__in=hits)
     else:
@@ -77,7 +94,7 @@ def traces_matching(*, traces: QuerySet[Trace], text: str) -> QuerySet[Trace]:
     # Labels and comments match too. They are few and short: the condition grows only
     # when one matches at all, so that a search that matches none keeps the plan above.
     notes = annotations_matching(text=text)
-    if notes.exists():
+    if not errors_only and notes.exists():
         return traces.filter(in_blocks | Exists(notes.filter(trace_id=OuterRef("pk"))))
     return traces.filter(in_blocks)
 
@@ -102,18 +119,23 @@ class SearchHit:
 
 def search_words(text: str) -> list[str]:
     """The words a search looks for, as a snippet highlights them: a quoted phrase is
-    one."""
-    text = text.strip()
+    one; a qualifier is none."""
+    text = search_qualified(text.strip())[0].strip()
     unquoted = _unquoted(text)
     if not unquoted or NUL in unquoted:
         return []
     return [unquoted] if unquoted != text else unquoted.split()
 
 
-def _first_hits(*, trace_ids: list[str], text: str) -> dict[str, str]:
+def _first_hits(*, trace_ids: list[str], text: str, errors_only: bool) -> dict[str, str]:
     """The first block (by id, which is creation order) of each of these traces whose
-    content matches `text`."""
-    hits = blocks_matching(text=text)
+    content matches `text` (a tool error, when `errors_only`; any, when no text)."""
+    if not text:  # is:error alone: the few tool errors have an index of their own
+        hits = Block.objects.filter(trace_id__in=trace_ids, is_error=True)
+        return dict(
+            hits.values("trace_id").annotate(first=Min("id")).values_list("trace_id", "first")
+        )
+    hits = blocks_matching(text=text, errors_only=errors_only)
     if connection.vendor != "postgresql":
         rows = (
             hits.filter(trace_id__in=trace_ids)
@@ -139,12 +161,13 @@ def search_hits(*, trace_ids: list[str], text: str) -> dict[str, SearchHit]:
     bounded work per trace (one block, a piece of it cut by the database). A trace that
     matches only by a label or comment has none."""
     words = search_words(text)
-    if not trace_ids or not words:
+    rest, errors_only = search_qualified(text.strip())
+    if not trace_ids or not (words or errors_only) or NUL in text:
         return {}
-    first = _first_hits(trace_ids=trace_ids, text=_unquoted(text.strip()))
+    first = _first_hits(trace_ids=trace_ids, text=_unquoted(rest.strip()), errors_only=errors_only)
     if not first:
         return {}
-    at = StrIndex(Lower("payload"), Value(words[0].lower()))
+    at = StrIndex(Lower("payload"), Value(words[0].lower())) if words else Value(0)
     start = Greatest(F("at") - SNIPPET_BEFORE, 1)
     rows = (
         Block.objects.filter(pk__in=first.values())
