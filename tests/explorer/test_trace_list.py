@@ -250,3 +250,33 @@ def test_search_finds_tool_errors_with_the_is_error_qualifier(member_client, org
     assert "<mark>suspended</mark>" in html
     assert "No trace matches" in page(member_client, dataset, "?q=is%3Aerror+roaming")
     assert len(rows(page(member_client, dataset, "?q=roaming"))) > 1
+
+
+LONG = "a-very-long-run-name-" * 9  # 189 characters, more than any column
+
+
+def test_long_names_end_with_an_ellipsis_and_show_whole_on_hover(member_client, org):
+    """Issue 15 item 6: the stored name is never cut; where it shows in a list or a header
+    it is in an `ellipsis` element whose title holds all of it."""
+    dataset = import_lines(org, LONG, [
+        {"messages": chat("q"), "metadata": {"name": LONG, "task_id": LONG, "reward": r}}
+        for r in (0, 1)
+    ])  # fmt: skip
+    first, second = dataset.traces.order_by("index")
+    assert first.name == LONG and dataset.name == LONG  # stored whole
+    whole = f'title="{LONG}">{LONG}<'
+    listed = member_client.get(reverse("datasets")).content.decode()
+    assert re.search(r'class="dataset-link ellipsis"[^>]*' + re.escape(whole), listed)
+    html = page(member_client, dataset)
+    assert re.search(r'<td class="trace-name"><a class="ellipsis"[^>]*' + re.escape(whole), html)
+    assert re.search(r'<span class="ellipsis" ' + re.escape(whole), html)  # header + task
+    traces = member_client.get(
+        reverse("compare-traces"), {"a": first.pk, "b": second.pk}
+    ).content.decode()
+    assert traces.count(f'class="run-name ellipsis" href') == 2 and whole in traces
+    assert f'class="crumb-name" href="{reverse("dataset", args=[dataset.pk])}" {whole}' in traces
+    datasets = member_client.get(
+        reverse("compare-datasets"), {"a": dataset.pk, "b": dataset.pk, "a_where": "reward=0"}
+    ).content.decode()
+    assert 'class="ellipsis compared-name"' in datasets and LONG in datasets
+    assert f'title="acme / {LONG}"' in datasets  # the pickers' options, cut, whole on hover
