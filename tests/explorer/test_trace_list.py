@@ -273,7 +273,7 @@ def test_long_names_end_with_an_ellipsis_and_show_whole_on_hover(member_client, 
     traces = member_client.get(
         reverse("compare-traces"), {"a": first.pk, "b": second.pk}
     ).content.decode()
-    assert traces.count(f'class="run-name ellipsis" href') == 2 and whole in traces
+    assert traces.count('class="run-name ellipsis" href') == 2 and whole in traces
     assert f'class="crumb-name" href="{reverse("dataset", args=[dataset.pk])}" {whole}' in traces
     datasets = member_client.get(
         reverse("compare-datasets"), {"a": dataset.pk, "b": dataset.pk, "a_where": "reward=0"}
