@@ -60,7 +60,7 @@ SORT_COLUMNS = (
     ("task", "Task", False),
     ("trial", "Trial", False),
     ("turns", "Blocks", True),
-    ("errors", "Tool errors", True),
+    ("errors", "Errors", True),
     ("reward", "Reward", True),
 )
 META_FILTERS = 5  # key=value filters at once

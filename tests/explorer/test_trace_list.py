@@ -83,7 +83,7 @@ def test_every_column_header_sorts_with_a_real_link_and_htmx(member_client, tau2
     assert 'aria-sort="ascending"' in html
     down = [(r[2], int(r[3])) for r in rows(page(member_client, tau2, "?sort=-task"))]
     assert down == sorted(keys, reverse=True)
-    for label in ("Reward", "Blocks", "Tool errors", "Trial", "Name", "#"):
+    for label in ("Reward", "Blocks", "Errors", "Trial", "Name", "#"):
         assert header_link(html, label)
 
 
