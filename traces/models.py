@@ -32,6 +32,8 @@ def _parent_presence() -> Q:
 # room for any score a benchmark reports; validation refuses a number beyond it at every
 # way in, and the database refuses it in the reward column.
 REWARD_LIMIT = 1e12
+# The same bound for a usage figure (cost in dollars, duration in seconds).
+USAGE_LIMIT = REWARD_LIMIT
 
 
 class Organization(models.Model):
@@ -110,11 +112,37 @@ class Trace(models.Model):
     # trace into the same dataset again is skipped (pass@k must never count copies).
     # Empty for a trace made through the API.
     content_hash = models.CharField(max_length=64, blank=True, default="", db_default="")
+    # Usage figures, where the format of an import carries them (null otherwise): tokens
+    # the model read and wrote, what the run cost in US dollars, how long it took. The
+    # importer keeps the format's own figures in metadata as written; these columns take
+    # them only when they are plain numbers (tokens whole and not negative, cost and
+    # duration finite, not negative and within USAGE_LIMIT).
+    input_tokens = models.BigIntegerField(null=True, blank=True)
+    output_tokens = models.BigIntegerField(null=True, blank=True)
+    cost_usd = models.FloatField(null=True, blank=True)
+    duration_seconds = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         constraints = [
+            models.CheckConstraint(
+                condition=Q(cost_usd__isnull=True) | Q(cost_usd__gte=0, cost_usd__lte=USAGE_LIMIT),
+                name="trace_cost_in_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(duration_seconds__isnull=True)
+                | Q(duration_seconds__gte=0, duration_seconds__lte=USAGE_LIMIT),
+                name="trace_duration_in_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(input_tokens__isnull=True) | Q(input_tokens__gte=0),
+                name="trace_input_tokens_not_negative",
+            ),
+            models.CheckConstraint(
+                condition=Q(output_tokens__isnull=True) | Q(output_tokens__gte=0),
+                name="trace_output_tokens_not_negative",
+            ),
             models.UniqueConstraint(
                 fields=["dataset", "index"],
                 condition=Q(dataset__isnull=False),
