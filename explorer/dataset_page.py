@@ -21,6 +21,7 @@ from traces.selectors.datasets import dataset_trace_rows
 from traces.selectors.search import SearchHit, search_hits, search_words
 from traces.selectors.stats import (
     Histogram,
+    UsageSummary,
     default_group_key,
     message_text,
     metadata_keys,
@@ -62,7 +63,11 @@ SORT_COLUMNS = (
     ("turns", "Blocks", True),
     ("errors", "Errors", True),
     ("reward", "Reward", True),
+    ("tokens", "Tokens", True),
+    ("cost", "Cost", True),
+    ("duration", "Duration", True),
 )
+USAGE_SORTS = ("tokens", "cost", "duration")
 META_FILTERS = 5  # key=value filters at once
 
 
@@ -387,6 +392,60 @@ def highlighted(text: str, words: list[str]) -> SafeString:
     return mark_safe("".join(out))  # noqa: S308 (every piece escaped above)
 
 
+def _grouped(n: int) -> str:
+    return f"{n:,}".replace(",", "\u2009")
+
+
+def tokens_text(trace: Trace) -> tuple[str, str]:
+    """The trace's tokens as the list shows them (the total, "" when unknown) and the
+    detail for its title."""
+    parts = (trace.input_tokens, trace.output_tokens)
+    if parts == (None, None):
+        return "", ""
+    shown = [f"{label} {_grouped(n)}" for label, n in zip(("in", "out"), parts, strict=True)
+             if n is not None]  # fmt: skip
+    return _grouped(sum(n for n in parts if n is not None)), ", ".join(shown)
+
+
+def cost_text(cost: float | None) -> str:
+    if cost is None:
+        return ""
+    return f"${cost:,.2f}" if cost >= 1 else f"${cost:.4f}".rstrip("0").rstrip(".")
+
+
+def duration_text(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {rest:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+def usage_view(usage: UsageSummary) -> dict[str, Any]:
+    """The dataset's usage figures as its head shows them."""
+    tokens = None
+    if usage.with_tokens:
+        total = (usage.input_tokens or 0) + (usage.output_tokens or 0)
+        tokens = {
+            "total": _grouped(total),
+            "input": _grouped(usage.input_tokens or 0),
+            "output": _grouped(usage.output_tokens or 0),
+            "mean": _grouped(round(total / usage.with_tokens)),
+        }
+    return {
+        "summary": usage,
+        "tokens": tokens,
+        "cost": cost_text(usage.cost),
+        "mean_cost": cost_text(usage.mean_cost),
+        "mean_duration": duration_text(usage.mean_duration),
+        "duration": duration_text(usage.duration),
+    }
+
+
 def _trace_rows(page_traces: list[Trace], filters: Filters) -> list[dict[str, Any]]:
     ids = [t.pk for t in page_traces]
     tools = tools_used(trace_ids=ids)
@@ -409,10 +468,15 @@ def _trace_rows(page_traces: list[Trace], filters: Filters) -> list[dict[str, An
                 "snippet": highlighted(_snippet(hit), words),
                 "kind": hit.sub_type.lower().replace("_", " "),
             }
+        tokens, tokens_title = tokens_text(trace)
         rows.append(
             {
                 "trace": trace,
                 "href": href,
+                "tokens": tokens,
+                "tokens_title": tokens_title,
+                "cost": cost_text(trace.cost_usd),
+                "duration": duration_text(trace.duration_seconds),
                 "hit": hit_view,
                 "first_message": _first_line(message_text(trace.first_user_payload)),
                 "tools": tools.get(trace.pk, []),

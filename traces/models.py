@@ -5,7 +5,7 @@ from operator import or_
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 
 from traces import ids, kinds
 from traces.jsontext import JSONTextField
@@ -32,6 +32,8 @@ def _parent_presence() -> Q:
 # room for any score a benchmark reports; validation refuses a number beyond it at every
 # way in, and the database refuses it in the reward column.
 REWARD_LIMIT = 1e12
+# The same bound for a usage figure (cost in dollars, duration in seconds).
+USAGE_LIMIT = REWARD_LIMIT
 
 
 class Organization(models.Model):
@@ -86,6 +88,10 @@ class Dataset(models.Model):
         return self.name
 
 
+# What the trace list sorts by as "tokens": NULL unless both counts are known.
+TOTAL_TOKENS = F("input_tokens") + F("output_tokens")
+
+
 def sort_index(*columns: str) -> models.Index:
     """The index that sorts a dataset's traces by `columns` then index, walked forwards or
     backwards. A nullable column sorts with its NULLs last both ways: its descending
@@ -118,6 +124,15 @@ class Trace(models.Model):
     # trace into the same dataset again is skipped (pass@k must never count copies).
     # Empty for a trace made through the API.
     content_hash = models.CharField(max_length=64, blank=True, default="", db_default="")
+    # Usage figures, where the format of an import carries them (null otherwise): tokens
+    # the model read and wrote, what the run cost in US dollars, how long it took. The
+    # importer keeps the format's own figures in metadata as written; these columns take
+    # them only when they are plain numbers (tokens whole and not negative, cost and
+    # duration finite, not negative and within USAGE_LIMIT).
+    input_tokens = models.BigIntegerField(null=True, blank=True)
+    output_tokens = models.BigIntegerField(null=True, blank=True)
+    cost_usd = models.FloatField(null=True, blank=True)
+    duration_seconds = models.FloatField(null=True, blank=True)
     # The task and trial its metadata names (traces/trials.py), for the trace list's
     # columns and sorts: "" and NULL when it names none.
     task = models.CharField(max_length=200, blank=True, default="", db_default="")
@@ -127,6 +142,23 @@ class Trace(models.Model):
 
     class Meta:
         constraints = [
+            models.CheckConstraint(
+                condition=Q(cost_usd__isnull=True) | Q(cost_usd__gte=0, cost_usd__lte=USAGE_LIMIT),
+                name="trace_cost_in_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(duration_seconds__isnull=True)
+                | Q(duration_seconds__gte=0, duration_seconds__lte=USAGE_LIMIT),
+                name="trace_duration_in_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(input_tokens__isnull=True) | Q(input_tokens__gte=0),
+                name="trace_input_tokens_not_negative",
+            ),
+            models.CheckConstraint(
+                condition=Q(output_tokens__isnull=True) | Q(output_tokens__gte=0),
+                name="trace_output_tokens_not_negative",
+            ),
             models.UniqueConstraint(
                 fields=["dataset", "index"],
                 condition=Q(dataset__isnull=False),
@@ -150,6 +182,9 @@ class Trace(models.Model):
             sort_index("name"),
             sort_index("task", "trial"),
             sort_index("trial"),
+            sort_index("cost_usd"),
+            sort_index("duration_seconds"),
+            models.Index("dataset", TOTAL_TOKENS, "index", name="trace_sort_tokens"),
         ]
 
     def __str__(self) -> str:

@@ -26,6 +26,8 @@ from traces.selectors.stats import (
     reward_distribution,
     reward_histogram,
     reward_summary,
+    usage_columns,
+    usage_summary,
 )
 from traces.selectors.trace_filters import traces_sorted
 from traces.services.datasets import dataset_update
@@ -56,6 +58,8 @@ def dataset_page(request, dataset_id: str):
         "filter_errors": filter_errors,
         "meta_inputs": [*filters.meta, ""][: view_models.META_FILTERS],
         "export_query": filters.list_query(),
+        # The usage columns the dataset has figures for (the same whatever the filter).
+        "usage_columns": usage_columns(traces=all_traces),
         "sort_choices": SORT_CHOICES,
         "label_choices": [label.name for label in labels_of(dataset=dataset)],
     }
@@ -105,6 +109,7 @@ def _summary_context(request, dataset, all_traces) -> dict[str, Any]:
         "can_upload": allows(actor(request), Action.WRITE, dataset),
         "can_manage": allows(actor(request), Action.MANAGE, dataset),
         "label_counts": label_counts(dataset=dataset),
+        "usage": view_models.usage_view(usage_summary(traces=all_traces)),
     }
 
 

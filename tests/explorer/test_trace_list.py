@@ -123,7 +123,7 @@ def test_several_filters_at_once_combine_with_and(member_client, tau2):
     one_task = page(member_client, tau2, query.split("&")[0])
     assert len(rows(one_task)) == 4
     with_reward = page(member_client, tau2, "?reward_min=0.5&reward_max=1&meta=trial%3D0")
-    assert [r[-1] for r in rows(with_reward)] == ["1"] * 4  # trial 0 of 5 tasks, one failed
+    assert [r[4] for r in rows(with_reward)] == ["1"] * 4  # trial 0 of 5 tasks, one failed
     nothing = page(member_client, tau2, "?reward_min=0.2&reward_max=0.8")
     assert "No trace matches the filters" in nothing
     bad = page(member_client, tau2, "?reward=gte&reward_max=lots")
@@ -280,3 +280,42 @@ def test_long_names_end_with_an_ellipsis_and_show_whole_on_hover(member_client, 
     ).content.decode()
     assert 'class="ellipsis compared-name"' in datasets and LONG in datasets
     assert f'title="acme / {LONG}"' in datasets  # the pickers' options, cut, whole on hover
+
+
+def test_usage_columns_sort_and_the_dataset_totals_on_real_runs(member_client, org):
+    """tau2 carries tokens, cost and duration; the Inspect log none: its cells are empty
+    and it comes last whichever way the list sorts."""
+    dataset = real(org, TAU2_TRIALS, INSPECT_ERRORS)
+    html = page(member_client, dataset)
+    for label in ("Tokens", "Cost", "Duration"):
+        assert header_link(html, label)
+    first = rows(html)[0]
+    # index 0: 65,593 tokens in and 153 out, $0.034874, 7.997 s
+    assert first[8:11] == ["65 746", "$0.0349", "8.0 s"]  # (rows() reads thin spaces as spaces)
+    assert 'title="in 65\u2009593, out 153"' in html
+    inspect_row = [r for r in rows(html) if r[2] == ".../1"][0]
+    assert inspect_row[8:11] == ["—", "—", "—"]
+    for sort in ("cost", "-cost", "tokens", "-tokens", "duration", "-duration"):
+        ordered = rows(page(member_client, dataset, f"?sort={sort}"))
+        assert ordered[-1][2] == ".../1", sort  # unknown: last both ways
+        figures = [float(r[10].removesuffix(" s")) for r in ordered[:-1]] if "duration" in sort \
+            else None  # fmt: skip
+        if figures:
+            assert figures == sorted(figures, reverse=sort.startswith("-")), sort
+    usage = html[html.index('<dl class="kv compact usage">') :]
+    usage = usage[: usage.index("</dl>")]
+    tau2 = dataset.traces.exclude(input_tokens=None)
+    total = sum(t.input_tokens + t.output_tokens for t in tau2)
+    assert f"{total:,}".replace(",", "\u2009") in usage
+    cost = sum(t.cost_usd for t in tau2)
+    assert f"${cost:.4f}".rstrip("0") in usage and "over 20 traces" in usage
+
+
+def test_a_dataset_without_usage_shows_no_usage_column(member_client, tau2_free):
+    html = page(member_client, tau2_free)
+    assert ">Tokens<" not in html and ">Cost<" not in html and "compact usage" not in html
+
+
+@pytest.fixture
+def tau2_free(org):
+    return import_lines(org, "plain", [{"messages": chat("q"), "metadata": {"reward": 1}}])

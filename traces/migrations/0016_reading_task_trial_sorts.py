@@ -12,13 +12,10 @@ from traces.trials import trace_task_trial
 CHUNK = 2000
 # traces/models.py sort_index: the ascending indexes, walked both ways.
 SORTED_BY = [
-    ("reward",),
-    ("block_count",),
-    ("tool_errors",),
-    ("name",),
-    ("task", "trial"),
-    ("trial",),
-]
+    ("reward",), ("block_count",), ("tool_errors",), ("name",), ("task", "trial"), ("trial",),
+    ("cost_usd",), ("duration_seconds",),
+]  # fmt: skip
+TOKENS = '("input_tokens" + "output_tokens")'
 # name: (PostgreSQL columns, SQLite columns). SQLite takes no NULLS LAST in an index, and
 # its NULLs are the smallest values, so that plain DESC already puts them last.
 DESCENDING = {
@@ -29,6 +26,18 @@ DESCENDING = {
     "trace_sort_trial_desc": (
         '"trial" DESC NULLS LAST, "index" DESC',
         '"trial" DESC, "index" DESC',
+    ),
+    "trace_sort_cost_usd_desc": (
+        '"cost_usd" DESC NULLS LAST, "index" DESC',
+        '"cost_usd" DESC, "index" DESC',
+    ),
+    "trace_sort_duration_desc": (
+        '"duration_seconds" DESC NULLS LAST, "index" DESC',
+        '"duration_seconds" DESC, "index" DESC',
+    ),
+    "trace_sort_tokens_desc": (
+        f'{TOKENS} DESC NULLS LAST, "index" DESC',
+        f'{TOKENS} DESC, "index" DESC',
     ),
     "trace_sort_task_desc": (
         '"task" DESC, "trial" DESC NULLS LAST, "index" DESC',
@@ -76,7 +85,7 @@ def fill_task_trial(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("traces", "0013_merge_reading"),
+        ("traces", "0015_formats_usage"),
     ]
 
     operations = [
@@ -107,5 +116,14 @@ class Migration(migrations.Migration):
             )
             for columns in SORTED_BY
         ],
+        migrations.AddIndex(
+            model_name="trace",
+            index=models.Index(
+                models.F("dataset"),
+                models.F("input_tokens") + models.F("output_tokens"),
+                models.F("index"),
+                name="trace_sort_tokens",
+            ),
+        ),
         migrations.RunPython(add_descending, drop_descending),
     ]

@@ -42,13 +42,14 @@ from django.db.models import (
     Q,
     QuerySet,
     Subquery,
+    Sum,
     TextField,
 )
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce, Floor
 
 from traces import jsontext
-from traces.models import Annotation, Block, Dataset, SubType, Trace
+from traces.models import TOTAL_TOKENS, Annotation, Block, Dataset, SubType, Trace
 from traces.rewards import SUCCESS, succeeded
 from traces.trials import TASK_KEYS
 
@@ -148,6 +149,54 @@ def reward_summary(
         latest=Max("updated_at"),
     )
     return RewardSummary(**row)
+
+
+@dataclass(frozen=True)
+class UsageSummary:
+    """The usage figures of some traces (Trace.input_tokens, output_tokens, cost_usd,
+    duration_seconds): totals and means over the traces that have each, and how many
+    do."""
+
+    with_tokens: int
+    input_tokens: int | None
+    output_tokens: int | None
+    with_cost: int
+    cost: float | None
+    mean_cost: float | None
+    with_duration: int
+    duration: float | None
+    mean_duration: float | None
+
+    @property
+    def known(self) -> bool:
+        return bool(self.with_tokens or self.with_cost or self.with_duration)
+
+
+def usage_summary(*, traces: QuerySet[Trace]) -> UsageSummary:
+    """Totals and means of the usage figures of `traces`, in one query."""
+    tokens_known = Q(input_tokens__isnull=False) | Q(output_tokens__isnull=False)
+    row = traces.aggregate(
+        with_tokens=Count("id", filter=tokens_known),
+        input_tokens=Sum("input_tokens"),
+        output_tokens=Sum("output_tokens"),
+        with_cost=Count("cost_usd"),
+        cost=Sum("cost_usd"),
+        mean_cost=Avg("cost_usd"),
+        with_duration=Count("duration_seconds"),
+        duration=Sum("duration_seconds"),
+        mean_duration=Avg("duration_seconds"),
+    )
+    return UsageSummary(**row)
+
+
+def usage_columns(*, traces: QuerySet[Trace]) -> dict[str, bool]:
+    """Which usage figures any of `traces` has (the trace list shows only those columns):
+    each one walk of its sort index (traces/models.py)."""
+    return {
+        "tokens": traces.annotate(total=TOTAL_TOKENS).filter(total__isnull=False).exists(),
+        "cost": traces.filter(cost_usd__isnull=False).exists(),
+        "duration": traces.filter(duration_seconds__isnull=False).exists(),
+    }
 
 
 def datasets_with_stats(*, datasets: QuerySet[Dataset]) -> QuerySet[Dataset]:

@@ -55,8 +55,23 @@ def traces_filtered(*, traces: QuerySet[Trace], filters: TraceFilter) -> QuerySe
 
 @dataclass(frozen=True)
 class SortKey:
-    column: str
+    column: str  # a column, or the name of the sum of `summed`
     nullable: bool = False  # NULLs come last, whichever the direction
+    summed: tuple[str, ...] = ()  # columns added up (NULL when one is), as an index holds
+
+    def value(self, trace: Trace) -> Any:
+        if not self.summed:
+            return getattr(trace, self.column)
+        parts = [getattr(trace, column) for column in self.summed]
+        return None if None in parts else sum(parts)
+
+
+def _with_sums(traces: QuerySet[Trace], keys: tuple[SortKey, ...]) -> QuerySet[Trace]:
+    for key in keys:
+        if key.summed:
+            total = sum((F(column) for column in key.summed[1:]), F(key.summed[0]))
+            traces = traces.annotate(**{key.column: total})
+    return traces
 
 
 _INDEX = SortKey("index")
@@ -69,6 +84,10 @@ TRACE_SORTS: dict[str, tuple[SortKey, ...]] = {
     "reward": (SortKey("reward", nullable=True), _INDEX),
     "turns": (SortKey("block_count"), _INDEX),
     "errors": (SortKey("tool_errors"), _INDEX),
+    # traces/models.py TOTAL_TOKENS
+    "tokens": (SortKey("total_tokens", True, ("input_tokens", "output_tokens")), _INDEX),
+    "cost": (SortKey("cost_usd", nullable=True), _INDEX),
+    "duration": (SortKey("duration_seconds", nullable=True), _INDEX),
 }
 
 
@@ -91,7 +110,7 @@ def _order(key: SortKey, descending: bool, nulls_last: bool = True) -> OrderBy:
 def traces_sorted(*, traces: QuerySet[Trace], sort: str) -> QuerySet[Trace]:
     """`traces` in the order `sort` names ("index" when it names none)."""
     keys, descending = _keys(sort if sort_known(sort) else "index")
-    return traces.order_by(*(_order(key, descending) for key in keys))
+    return _with_sums(traces, keys).order_by(*(_order(key, descending) for key in keys))
 
 
 def _beyond(key: SortKey, value: Any, descending: bool, nulls_last: bool) -> Q | None:
@@ -118,7 +137,7 @@ def traces_after(
     keys, descending = _keys(sort if sort_known(sort) else "index")
     # Backwards: the opposite direction, NULLs first.
     descending, nulls_last = (not descending, False) if backwards else (descending, True)
-    values = [getattr(trace, key.column) for key in keys]
+    values = [key.value(trace) for key in keys]
     condition = Q(pk__in=[])
     equal = Q()
     for key, value in zip(keys, values, strict=True):
@@ -127,4 +146,4 @@ def traces_after(
             condition |= equal & beyond
         equal &= _same(key, value)
     ordered = [_order(key, descending, nulls_last) for key in keys]
-    return traces.filter(condition).order_by(*ordered)
+    return _with_sums(traces, keys).filter(condition).order_by(*ordered)

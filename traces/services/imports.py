@@ -30,7 +30,7 @@ from traces.ingest.detect import detect
 from traces.ingest.drafts import BlockDraft, ConvertedTrace, problem, problem_from_error
 from traces.ingest.events import Emit, events_to_blocks
 from traces.ingest.failure import failure_step, mark_failure
-from traces.ingest.types import DatasetMetadata, FormatProblem, TraceDraft
+from traces.ingest.types import USAGE_COLUMNS, DatasetMetadata, FormatProblem, TraceDraft
 from traces.models import Block, Dataset, Image, Organization, Trace, TraceImage
 from traces.services.annotations import trace_reward
 from traces.services.datasets import (
@@ -162,7 +162,8 @@ class _Spool:
         task, trial = trace_task_trial(metadata=metadata)
         self.traces.add(
             (trace_id, trace.name[:500], metadata_text,
-             trace_reward(extra={}, metadata=metadata), trace.blocks, content_hash, task, trial),
+             trace_reward(extra={}, metadata=metadata), trace.blocks, content_hash,
+             (*draft.usage.row(), task, trial)),
             len(metadata_text),
         )  # fmt: skip
         for sha, image in converted.images.items():
@@ -192,11 +193,12 @@ class _Spool:
         org_id, dataset_id = dataset.organization_id, dataset.pk
         rows = (
             (trace_id, org_id, dataset_id, first_index + n, name, metadata, "{}", reward,
-             blocks, now, now, content_hash, task, trial)
-            for n, (trace_id, name, metadata, reward, blocks, content_hash, task, trial)
+             blocks, now, now, content_hash, *derived)
+            for n, (trace_id, name, metadata, reward, blocks, content_hash, derived)
             in enumerate(self.traces)
         )  # fmt: skip
-        columns = (*TRACE_COLUMNS, "content_hash", "task", "trial")
+        # derived: the usage figures, then the task and trial (traces/trials.py)
+        columns = (*TRACE_COLUMNS, "content_hash", *USAGE_COLUMNS, "task", "trial")
         _insert_in_chunks(Trace._meta.db_table, columns, rows)
         self.blocks.insert()
         self._write_errors()
