@@ -366,10 +366,17 @@ def histogram_bars(histogram: Histogram) -> dict[str, Any]:
 # --- the page ------------------------------------------------------------------------
 
 
+_JSON_KEY = re.compile(r'(?<!\\)"?\s*[{,]?\s*"[A-Za-z_][\w-]{0,40}"\s*:\s*"?')
+_JSON_PUNCTUATION = re.compile(r'"\s*[,}\]]+\s*|[{\[]\s*"?')
+
+
 def _snippet(hit: SearchHit) -> str:
     """A hit's piece of stored JSON text as a reader's line: escapes of JSON read back,
     spaces collapsed, an ellipsis where it is cut."""
     text = hit.piece
+    # JSON's keys and brackets are not what the reader looks for: the values are.
+    text = _JSON_KEY.sub(" ", text)
+    text = _JSON_PUNCTUATION.sub(" ", text)
     for escaped, plain in (("\\n", " "), ("\\t", " "), ('\\"', '"'), ("\\\\", "\\")):
         text = text.replace(escaped, plain)
     text = " ".join(text.split())

@@ -65,7 +65,7 @@ def test_sort_filter_search_and_walk_the_list(
     expect(page.locator(".search-hit mark")).to_have_text("suspended")
     page.wait_for_load_state("networkidle")
     hit = page.locator(".search-hit").first
-    page.locator("#traces-title").scroll_into_view_if_needed()
+    page.locator(".search-hit").first.scroll_into_view_if_needed()
     page.screenshot(path=str(shots(tmp_path) / "search-hit.png"))
     block = re.search(r"focus=(tb_\w+)", hit.get_attribute("href")).group(1)
     hit.click()

@@ -247,7 +247,9 @@ def test_search_finds_tool_errors_with_the_is_error_qualifier(member_client, org
     # With words: the errors that hold them; the same word outside an error is no hit.
     html = page(member_client, dataset, "?q=is%3Aerror+suspended")
     assert [r[2] for r in rows(html)] == ["[service_issue]overdue_bill_suspension[PERSONA:Easy]"]
-    assert "<mark>suspended</mark>" in html
+    # the stored JSON read as text: keys and quotes left out
+    assert "Error: Line must be <mark>suspended</mark> to resume" in html
+    assert '"output"' not in html[html.index('class="search-hit"') :]
     assert "No trace matches" in page(member_client, dataset, "?q=is%3Aerror+roaming")
     assert len(rows(page(member_client, dataset, "?q=roaming"))) > 1
 

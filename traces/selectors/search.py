@@ -101,7 +101,7 @@ def traces_matching(*, traces: QuerySet[Trace], text: str) -> QuerySet[Trace]:
 
 # A hit's snippet: this many characters of the block's stored text, from a little before
 # the first word searched (the database cuts it: a huge block costs no transfer).
-SNIPPET_BEFORE = 60
+SNIPPET_BEFORE = 50
 SNIPPET_CHARS = 220
 
 
