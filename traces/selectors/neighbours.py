@@ -2,7 +2,7 @@
 among the traces of the list the reader came from (its filter and sort)."""
 
 from traces.models import Trace
-from traces.selectors.trace_filters import TraceFilter, traces_after, traces_filtered
+from traces.selectors.trace_filters import TraceFilter, trace_after, traces_filtered
 
 FIELDS = ("id", "index", "name")
 
@@ -20,6 +20,6 @@ def trace_neighbours(
     if filters is not None:
         siblings = traces_filtered(traces=siblings, filters=filters)
     siblings = siblings.exclude(pk=trace.pk)
-    prev = traces_after(traces=siblings, trace=trace, sort=sort, backwards=True)
-    nxt = traces_after(traces=siblings, trace=trace, sort=sort)
-    return prev.only(*FIELDS).first(), nxt.only(*FIELDS).first()
+    prev = trace_after(traces=siblings, trace=trace, sort=sort, backwards=True, fields=FIELDS)
+    nxt = trace_after(traces=siblings, trace=trace, sort=sort, fields=FIELDS)
+    return prev, nxt

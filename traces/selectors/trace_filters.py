@@ -113,14 +113,15 @@ def traces_sorted(*, traces: QuerySet[Trace], sort: str) -> QuerySet[Trace]:
     return _with_sums(traces, keys).order_by(*(_order(key, descending) for key in keys))
 
 
-def _beyond(key: SortKey, value: Any, descending: bool, nulls_last: bool) -> Q | None:
-    """The rows whose `key` comes strictly after `value` in that direction; None: none."""
+def _beyond(key: SortKey, value: Any, descending: bool, nulls_last: bool) -> list[Q]:
+    """The rows whose `key` comes strictly after `value` in that direction, as index
+    ranges, nearest first."""
     column = key.column
     if value is None:
-        return None if nulls_last else Q(**{f"{column}__isnull": False})
-    found = Q(**{f"{column}__lt" if descending else f"{column}__gt": value})
+        return [] if nulls_last else [Q(**{f"{column}__isnull": False})]
+    found = [Q(**{f"{column}__lt" if descending else f"{column}__gt": value})]
     if key.nullable and nulls_last:
-        found |= Q(**{f"{column}__isnull": True})
+        found.append(Q(**{f"{column}__isnull": True}))
     return found
 
 
@@ -128,22 +129,34 @@ def _same(key: SortKey, value: Any) -> Q:
     return Q(**{f"{key.column}__isnull": True}) if value is None else Q(**{key.column: value})
 
 
-def traces_after(
-    *, traces: QuerySet[Trace], trace: Trace, sort: str, backwards: bool = False
-) -> QuerySet[Trace]:
-    """The traces of `traces` after `trace` in the order `sort` names, nearest first (the
-    ones before it, nearest first, when `backwards`): a keyset, so that the first of them
-    is one walk of the sort's index."""
+def trace_after(
+    *,
+    traces: QuerySet[Trace],
+    trace: Trace,
+    sort: str,
+    backwards: bool = False,
+    fields: tuple[str, ...] = (),
+) -> Trace | None:
+    """The trace of `traces` just after `trace` in the order `sort` names (just before
+    it when `backwards`), None at the end: a keyset, asked as a few index ranges, nearest
+    first (the same values of every key but the last, then of fewer keys...), so that
+    each is a short walk of the sort's index wherever `trace` stands. Only `fields` are
+    read, when given."""
     keys, descending = _keys(sort if sort_known(sort) else "index")
     # Backwards: the opposite direction, NULLs first.
     descending, nulls_last = (not descending, False) if backwards else (descending, True)
     values = [key.value(trace) for key in keys]
-    condition = Q(pk__in=[])
-    equal = Q()
-    for key, value in zip(keys, values, strict=True):
-        beyond = _beyond(key, value, descending, nulls_last)
-        if beyond is not None:
-            condition |= equal & beyond
-        equal &= _same(key, value)
-    ordered = [_order(key, descending, nulls_last) for key in keys]
-    return _with_sums(traces, keys).filter(condition).order_by(*ordered)
+    ordered = _with_sums(traces, keys).order_by(
+        *(_order(key, descending, nulls_last) for key in keys)
+    )
+    if fields:
+        ordered = ordered.only(*fields)
+    for depth in range(len(keys) - 1, -1, -1):
+        equal = Q()
+        for key, value in zip(keys[:depth], values[:depth], strict=True):
+            equal &= _same(key, value)
+        for beyond in _beyond(keys[depth], values[depth], descending, nulls_last):
+            found = ordered.filter(equal & beyond).first()
+            if found is not None:
+                return found
+    return None
