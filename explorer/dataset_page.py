@@ -23,6 +23,7 @@ from traces.selectors.stats import (
     Histogram,
     UsageSummary,
     default_group_key,
+    group_sort_known,
     message_text,
     metadata_keys,
     rewards_by_key,
@@ -83,6 +84,7 @@ class Filters:
     errors: str = ""
     sort: str = "index"
     group: str = ""
+    gsort: str = "value"  # the order of the rewards-per-group table
 
     @classmethod
     def from_request(cls, request) -> "Filters":
@@ -108,6 +110,7 @@ class Filters:
             errors=get.get("errors", "") if get.get("errors") in ("yes", "no") else "",
             sort=sort if sort_known(sort) else "index",
             group=get.get("group", "")[:500],
+            gsort=get.get("gsort", "") if group_sort_known(get.get("gsort", "")) else "value",
         )
 
     def params(self, **changes: Any) -> dict[str, Any]:
@@ -124,6 +127,7 @@ class Filters:
             "errors": self.errors,
             "sort": "" if self.sort == "index" else self.sort,
             "group": self.group,
+            "gsort": "" if self.gsort == "value" else self.gsort,
             **changes,
         }
         return {k: v for k, v in values.items() if v not in ("", None, [])}
@@ -134,7 +138,7 @@ class Filters:
     def list_query(self) -> str:
         """The list's filter and sort alone (no page, no grouping): what a trace link
         carries so that the trace page's previous/next walk the same list."""
-        return self.query(group="", page="")
+        return self.query(group="", gsort="", page="")
 
     @property
     def active(self) -> bool:
@@ -495,10 +499,29 @@ def _trace_rows(page_traces: list[Trace], filters: Filters) -> list[dict[str, An
     return rows
 
 
-def groups_context(filters: Filters, all_traces) -> dict[str, Any]:
+def group_columns(request, filters: Filters, ks: list[int]) -> dict[str, Any]:
+    """The groups table's headers: each a link to the table sorted by that column (the
+    other way round when it is the sort already; figures first biggest)."""
+    names = ["value", "count", "mean", *(f"pass{k}" for k in ks), *(f"hat{k}" for k in ks)]
+    columns: dict[str, Any] = {}
+    for name in names:
+        if filters.gsort == name:
+            current, target = "ascending", f"-{name}"
+        elif filters.gsort == f"-{name}":
+            current, target = "descending", name
+        else:
+            current, target = "", name if name == "value" else f"-{name}"
+        query = filters.query(gsort="" if target == "value" else target, page="")
+        columns[name] = {"href": f"{request.path}?{query}", "current": current}
+    columns["pass"] = [{"k": k, **columns[f"pass{k}"]} for k in ks]
+    columns["hat"] = [{"k": k, **columns[f"hat{k}"]} for k in ks]
+    return columns
+
+
+def groups_context(request, filters: Filters, all_traces) -> dict[str, Any]:
     keys = metadata_keys(traces=all_traces)
     key = filters.group if filters.group in keys else default_group_key(keys)
-    table = rewards_by_key(traces=all_traces, key=key) if key else None
+    table = rewards_by_key(traces=all_traces, key=key, sort=filters.gsort) if key else None
     rows = []
     # With one trial per group, pass@1 and pass^1 only repeat the mean reward.
     show_pass = table is not None and len(table.ks) > 1
@@ -518,6 +541,7 @@ def groups_context(filters: Filters, all_traces) -> dict[str, Any]:
             )
     totals = [*table.pass_at, *table.pass_hat] if show_pass else []
     return {
+        "group_columns": group_columns(request, filters, table.ks if show_pass else []),
         "keys": keys,
         "group_key": key,
         "groups": table,

@@ -321,3 +321,49 @@ def test_a_dataset_without_usage_shows_no_usage_column(member_client, tau2_free)
 @pytest.fixture
 def tau2_free(org):
     return import_lines(org, "plain", [{"messages": chat("q"), "metadata": {"reward": 1}}])
+
+
+def group_rows(html: str) -> list[tuple[str, list[str]]]:
+    """(group, figures) of each row of the rewards-per-group table."""
+    body = html[html.index('<table class="table groups">') :]
+    body = body[body.index("<tbody>") : body.index("</tbody>")]
+    found = []
+    for row in re.findall(r"<tr>(.*?)</tr>", body, re.S):
+        name = re.sub(r"<[^>]+>", " ", re.search(r"<th[^>]*>(.*?)</th>", row, re.S).group(1))
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+        texts = [" ".join(re.sub(r"<[^>]+>", " ", c).split()) for c in cells]
+        found.append((name.split()[0], texts))
+    return found
+
+
+def test_the_per_task_table_sorts_by_any_column(member_client, org):
+    dataset = import_lines(org, "tasks", [
+        {"messages": chat(f"{task} {n}"), "metadata": {"task_id": task, "reward": r}}
+        for task, rewards in (("t-2", [1, 0, 0]), ("t-10", [1, 1]), ("t-1", [0, 0, 0, 1]))
+        for n, r in enumerate(rewards)
+    ] + [{"messages": chat("none"), "metadata": {"reward": 1}}])  # fmt: skip
+    groups = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "groups"}
+
+    def order(query: str) -> list[str]:
+        return [name for name, _ in group_rows(page(member_client, dataset, query, **groups))]
+
+    assert order("?group=task_id") == ["t-1", "t-2", "t-10", "(no"]  # digits as numbers
+    assert order("?group=task_id&gsort=-value") == ["t-10", "t-2", "t-1", "(no"]
+    assert order("?group=task_id&gsort=-count") == ["t-1", "t-2", "t-10", "(no"]
+    assert order("?group=task_id&gsort=count") == ["t-10", "t-2", "t-1", "(no"]
+    assert order("?group=task_id&gsort=-mean") == ["t-10", "t-2", "t-1", "(no"]  # 1, 1/3, 1/4
+    # pass@3: t-2 1 (one success in 3 trials), t-1 0.75 (one in 4), t-10 none (2 trials)
+    assert order("?group=task_id&gsort=-pass3") == ["t-2", "t-1", "t-10", "(no"]
+    assert order("?group=task_id&gsort=hat2") == ["t-1", "t-2", "t-10", "(no"]
+    assert order("?group=task_id&gsort=nonsense") == ["t-1", "t-2", "t-10", "(no"]
+    html = page(member_client, dataset, "?group=task_id&gsort=-mean", **groups)
+    assert 'aria-sort="descending"' in html
+    link = re.search(
+        r'<a class="sort-link" href="([^"]+)"[^>]*>(?:<span[^>]*>[^<]*</span>)?Mean reward', html
+    )
+    assert link and "gsort=mean" in link.group(1)  # the other way round
+    pass_link = re.search(r'<a class="sort-link" href="([^"]+)"[^>]*>pass@2<', html)
+    assert pass_link and "gsort=-pass2" in pass_link.group(1).replace("&amp;", "&")
+    # The trace list's own links do not carry the table's sort.
+    full = page(member_client, dataset, "?group=task_id&gsort=-mean")
+    assert "gsort" not in trace_links(full)[0]

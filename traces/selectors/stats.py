@@ -492,11 +492,54 @@ def _split_digits(text: str) -> list[str]:
     return out
 
 
+def group_sort_known(sort: str) -> bool:
+    """Whether `sort` names a column of the groups table ("-" before it: descending)."""
+    name = sort.removeprefix("-")
+    if name in ("value", "count", "mean"):
+        return True
+    for prefix in ("pass", "hat"):
+        if name.startswith(prefix) and name[len(prefix) :].isdigit():
+            return 1 <= int(name[len(prefix) :]) <= PASS_K_MAX
+    return False
+
+
+def _group_figure(group: Group, name: str) -> float | None:
+    if name == "count":
+        return group.count
+    if name == "mean":
+        return group.mean
+    figures = group.pass_at if name.startswith("pass") else group.pass_hat
+    k = int(name.removeprefix("pass").removeprefix("hat"))
+    return figures[k - 1] if k <= len(figures) else None
+
+
+def _sorted_groups(groups: list[Group], sort: str) -> list[Group]:
+    """The groups by value (digits as numbers), or by a figure, ties by value; the group
+    without the key, and groups without the figure, last either way."""
+    groups = sorted(groups, key=_sort_key)
+    name, descending = sort.removeprefix("-"), sort.startswith("-")
+    if name == "value":
+        keyed = [g for g in groups if not g.missing]
+        return (keyed[::-1] if descending else keyed) + [g for g in groups if g.missing]
+    known, rest = [], []
+    for group in groups:
+        has = not group.missing and _group_figure(group, name) is not None
+        (known if has else rest).append(group)
+    known.sort(key=lambda g: _group_figure(g, name), reverse=descending)  # stable: ties by value
+    return known + rest
+
+
 def rewards_by_key(
-    *, traces: QuerySet[Trace], key: str, k_max: int = PASS_K_MAX, limit: int = 200
+    *,
+    traces: QuerySet[Trace],
+    key: str,
+    k_max: int = PASS_K_MAX,
+    limit: int = 200,
+    sort: str = "value",
 ) -> GroupTable:
     """Rewards of `traces` grouped by the value of metadata[key]: count, mean reward,
-    successes and pass@k / pass^k for k = 1..min(k_max, most rewarded trials in a group).
+    successes and pass@k / pass^k for k = 1..min(k_max, most rewarded trials in a group),
+    the groups in the order `sort` names (group_sort_known), the first `limit` shown.
     One GROUP BY query; pass@k is computed from its counts."""
     sql, params = _metadata_value_sql(key)
     sql = f"substr({sql}, 1, {GROUP_VALUE_MAX_CHARS + 1})"
@@ -528,7 +571,7 @@ def rewards_by_key(
                 pass_hat=[pass_hat_k(n, c, k) for k in ks],
             )
         )
-    groups.sort(key=_sort_key)
+    groups = _sorted_groups(groups, sort if group_sort_known(sort) else "value")
     keyed = [g for g in groups if not g.missing]
     pass_at, pass_hat, counted = [], [], []
     for i, _ in enumerate(ks):
