@@ -367,3 +367,12 @@ def test_the_per_task_table_sorts_by_any_column(member_client, org):
     # The trace list's own links do not carry the table's sort.
     full = page(member_client, dataset, "?group=task_id&gsort=-mean")
     assert "gsort" not in trace_links(full)[0]
+
+
+def test_a_hostile_list_parameter_is_read_as_a_filter_and_escaped(member_client, tau2):
+    trace = tau2.traces.get(index=3)
+    hostile = '"><script>alert(1)</script>&sort=-reward&meta=<img src=x onerror=alert(1)>'
+    for list_query in (hostile, "sort=nonsense&reward=lots", "%00" * 10, "x" * 10_000):
+        response = member_client.get(reverse("trace", args=[trace.pk]), {"list": list_query})
+        assert response.status_code == 200
+        assert html_problems(response.content.decode()) == []
