@@ -26,6 +26,7 @@ urlpatterns = [
     path("keys/<str:key_id>/revoke", keys.key_revoke, name="api-key-revoke"),
     path("t/<str:trace_id>/", trace.trace_page, name="trace"),
     path("t/<str:trace_id>/reward", trace.trace_reward, name="trace-reward"),
+    path("t/<str:trace_id>/outline", trace.trace_outline, name="trace-outline"),
     path("t/<str:trace_id>/b/<str:block_id>/full", trace.block_full, name="block-full"),
     path("t/<str:trace_id>/b/<str:block_id>/reward", trace.block_reward, name="block-reward"),
     path("t/<str:trace_id>/images/<str:sha256>", images.trace_image, name="trace-image"),

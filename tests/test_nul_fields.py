@@ -166,9 +166,7 @@ def test_the_api_refuses_a_call_id_with_nul_naming_it(api, api_trace):
 
 def test_the_api_answers_a_parent_id_with_nul_as_no_such_block(api, api_trace):
     trace_id, message_id = api_trace
-    response = post_json(
-        api, f"{BASE}/traces/{trace_id}/blocks", call("c1", f"{message_id}{NUL}")
-    )
+    response = post_json(api, f"{BASE}/traces/{trace_id}/blocks", call("c1", f"{message_id}{NUL}"))
     assert response.status_code == 422
     assert error_of(response)["details"]["rule"] == "parent_exists"
 

@@ -285,7 +285,7 @@ def test_pages_showing_json_or_images_use_classes_not_inline_style(
     for url in pages:
         html = admin_client.get(url).content.decode()
         assert 'href="/static/css/admin.css"' in html, url
-        assert not re.search(r'<(pre|img)[^>]*\sstyle=', html), url
+        assert not re.search(r"<(pre|img)[^>]*\sstyle=", html), url
     assert '<pre class="te-json">' in admin_client.get(pages[1]).content.decode()
     preview = admin_client.get(pages[2]).content.decode()
     assert re.search(r'<img class="te-preview" src="/admin/traces/image/\d+/raw/"', preview)

@@ -90,9 +90,8 @@ def markdown_inputs(n: int) -> list[tuple[str, str]]:
         "alternating asterisks": "*a" * half,
         "underscores": "_a" * half,
         "backticks": "`" * n,
-        "backtick runs of growing length": " ".join("`" * i for i in range(1, 200)) * max(
-            1, n // 20_000
-        ),
+        "backtick runs of growing length": " ".join("`" * i for i in range(1, 200))
+        * max(1, n // 20_000),
         "open brackets": "[" * n,
         "brackets and parentheses": "[a](" * third,
         "link openers": "[a]" * third,

@@ -63,6 +63,7 @@ def test_repeated_failures_for_a_username_lock_it_out_from_any_address(ann):
     assert "Try again in 15 minutes." in html and 'name="password"' in html
     assert response["Retry-After"] == "900"
     from axes.models import AccessAttempt
+
     counted = AccessAttempt.objects.filter(username="ann").values_list("failures_since_start")
     assert sum(n for (n,) in counted) >= LIMIT  # in the database, shared by every worker
 

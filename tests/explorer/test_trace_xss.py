@@ -68,7 +68,10 @@ URL_ATTRIBUTES = {"href", "src", "action", "formaction", "xlink:href", "poster",
 FORBIDDEN_TAGS = {"iframe", "frame", "frameset", "object", "embed", "applet", "svg", "math",
                   "base", "style", "template", "noscript", "textarea", "select",
                   "video", "audio", "source", "portal"}  # fmt: skip
-FORM_ACTION = re.compile(r"^/(accounts/logout/|t/[A-Za-z0-9_]+/(b/[A-Za-z0-9_]+/)?reward)$")
+# The page's own forms: logout, rewards, and go to block / row and find-in-trace (GET).
+FORM_ACTION = re.compile(
+    r"^/(accounts/logout/|t/[A-Za-z0-9_]+/((b/[A-Za-z0-9_]+/)?reward|outline)?)$"
+)
 OWN_IMAGE = re.compile(r"^/t/[A-Za-z0-9_]+/images/[0-9a-f]{64}$")
 
 
@@ -220,10 +223,10 @@ class Checker(HTMLParser):
             if not value.startswith("/t/"):
                 self.problems.append(f"<{tag} {name}={value!r}>")
         elif name == "hx-target":
-            if not re.match(r"^(#(body|raw)-[A-Za-z0-9_]+|closest \.more-rows)$", value):
+            if not re.match(r"^(#(body|raw)-[A-Za-z0-9_]+|closest \.more-rows|#outline)$", value):
                 self.problems.append(f"<{tag} {name}={value!r}>")
         elif name == "hx-swap":
-            if value != "outerHTML":
+            if value not in ("outerHTML", "innerHTML"):
                 self.problems.append(f"<{tag} {name}={value!r}>")
         elif name == "hx-trigger":
             if value != "revealed":

@@ -225,9 +225,7 @@ def browser(user) -> tuple[Client, str]:
     return client, client.cookies["csrftoken"].value
 
 
-def test_too_many_files_answer_413_with_the_page_and_the_script_checks_first(
-    ui_member, settings
-):
+def test_too_many_files_answer_413_with_the_page_and_the_script_checks_first(ui_member, settings):
     settings.DATA_UPLOAD_MAX_NUMBER_FILES = 2
     client, token = browser(ui_member)
     html = client.get(URL).content.decode()

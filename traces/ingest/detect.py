@@ -63,9 +63,7 @@ def sniff(stream: BinaryIO) -> Sniff:
     try:
         # basic_parse, not parse: parse's prefixes grow with the depth, which made a
         # file nested 100,000 deep take half a minute to sniff.
-        for event, value in ijson.basic_parse(
-            stream, multiple_values=True, buf_size=PARSE_BUFFER
-        ):
+        for event, value in ijson.basic_parse(stream, multiple_values=True, buf_size=PARSE_BUFFER):
             if done_first:
                 multiple = True
                 break

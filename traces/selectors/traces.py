@@ -1,6 +1,5 @@
 """Reading datasets and traces for the API and the pages."""
 
-
 from django.db.models import Count, QuerySet
 
 from traces.errors import ValidationFailed

@@ -21,7 +21,14 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from traces import ids, jsontext
-from traces.bulk import BLOCK_COLUMNS, TRACE_COLUMNS, adapt_datetime, insert_rows
+from traces.bulk import (
+    BLOCK_COLUMNS,
+    PLACE_COLUMNS,
+    TRACE_COLUMNS,
+    TRACE_COUNT_COLUMNS,
+    adapt_datetime,
+    insert_rows,
+)
 from traces.checks import Limits, check_json_depth, check_no_nul
 from traces.errors import ImportFailed, ValidationFailed
 from traces.ingest.blocks import blocks_to_drafts
@@ -30,6 +37,7 @@ from traces.ingest.drafts import ConvertedTrace, problem, problem_from_error
 from traces.ingest.events import events_to_blocks
 from traces.ingest.types import DatasetMetadata, FormatProblem, TraceDraft
 from traces.models import Block, Dataset, Image, Organization, Trace, TraceImage
+from traces.order import count_places, stitched_places
 from traces.services.annotations import trace_reward
 from traces.services.datasets import (
     dataset_get_or_create,
@@ -83,7 +91,7 @@ class _Spool:
         self.now = timezone.now()
         self.stamp = adapt_datetime(self.now)
         self.traces = RecordSpool()
-        self.blocks = RowSpool(Block._meta.db_table, BLOCK_COLUMNS)
+        self.blocks = RowSpool(Block._meta.db_table, (*BLOCK_COLUMNS, *PLACE_COLUMNS))
         self.images = RecordSpool()
         self.links = RecordSpool()
         self.image_shas: set[str] = set()
@@ -99,7 +107,10 @@ class _Spool:
         trace_id = ids.trace_id()
         block_ids = [ids.block_id() for _ in converted.blocks]
         dumps, now = self.blocks.json, self.stamp
-        for n, b in enumerate(converted.blocks):
+        drafts = converted.blocks
+        places = stitched_places([(b.sub_type, b.parent, b.result_seq) for b in drafts])
+        for n, b in enumerate(drafts):
+            place = places[n]
             payload = dumps(b.payload)
             raw = None if b.raw is None else dumps(b.raw)
             self.blocks.add(
@@ -107,16 +118,17 @@ class _Spool:
                     block_ids[n], trace_id, b.block_type, b.sub_type,
                     None if b.parent is None else block_ids[b.parent],
                     payload, dumps(b.metadata), raw, dumps(b.extra), b.call_id, b.result_seq,
-                    now, now,
+                    now, now, place.turn, place.act, place.step, n + 1,
                 ),
                 len(payload) + (0 if raw is None else len(raw)),
             )  # fmt: skip
         metadata = draft.metadata
         name = _trace_name(draft)
         metadata_text = jsontext.dumps(metadata)
+        counts = jsontext.dumps(count_places((b.sub_type for b in drafts), places))
         self.traces.add(
             (trace_id, name[:500], metadata_text, trace_reward(extra={}, metadata=metadata),
-             len(block_ids)),
+             len(block_ids), counts),
             len(metadata_text),
         )  # fmt: skip
         for sha, image in converted.images.items():
@@ -131,10 +143,10 @@ class _Spool:
         org_id, dataset_id = dataset.organization_id, dataset.pk
         rows = (
             (trace_id, org_id, dataset_id, first_index + n, name, metadata, "{}", reward,
-             blocks, now, now)
-            for n, (trace_id, name, metadata, reward, blocks) in enumerate(self.traces)
+             blocks, now, now, counts)
+            for n, (trace_id, name, metadata, reward, blocks, counts) in enumerate(self.traces)
         )  # fmt: skip
-        _insert_in_chunks(Trace._meta.db_table, TRACE_COLUMNS, rows)
+        _insert_in_chunks(Trace._meta.db_table, (*TRACE_COLUMNS, *TRACE_COUNT_COLUMNS), rows)
         self.blocks.insert()
         image_ids = self._write_images(dataset.organization_id)
         links = ((trace_id, image_ids[sha]) for trace_id, sha in self.links)

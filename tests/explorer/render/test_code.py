@@ -27,17 +27,17 @@ WORST_KNOWN = {
     "jsx": ["'<!--' then escaped quotes"],
     "tsx": ["'.' alternating with a letter", "words and dots"],
     "yaml": ["spaces then '\\t'", "run of '%'"],
-    "toml": ["\"'\\\\\" then backslashes"],
+    "toml": ['"\'\\\\" then backslashes'],
     "ini": ["'?' then spaces", "'0x' then spaces"],
     "html": ["'&' repeated"],
     "xml": ["'<<EOF\\n' then a word"],
     "css": ["'{{' then a word"],
-    "go": ["'\"\"\"' then escaped quotes"],
+    "go": ['\'"""\' then escaped quotes'],
     "rust": ["'/' repeated"],
     "java": ["'::' then lines", "';' then lines", "'{%' then lines"],
     "kotlin": ["run of '/'"],
     "c": ["'$' then lines", "'%' then lines", "'?' then lines", "'::' then lines"],
-    "cpp": ["\"'\" then lines", "'<!--' then lines", "'--' then lines"],
+    "cpp": ['"\'" then lines', "'<!--' then lines", "'--' then lines"],
     "diff": ["Jinja macro (pygments#2355)", "run of '-'"],
     "ruby": ["'<<EOF\\n' then escapes"],
 }
@@ -95,7 +95,7 @@ def test_the_bounded_bash_lexer_gives_the_same_tokens_as_pygments():
     samples = [
         "echo $'tab\\there' $'\\101\\x41' $'quote\\'s' && ls -la | grep -v '^d' > out.txt",
         'for f in *.py; do python "$f" --flag=$((1 + 2)) 2>&1; done\n# comment\n',
-        "cat <<EOF\nheredoc $HOME\nEOF\nexport A=\"b c\"; [[ -f a ]] || exit 1",
+        'cat <<EOF\nheredoc $HOME\nEOF\nexport A="b c"; [[ -f a ]] || exit 1',
     ]
     ours = BoundedBashLexer(stripnl=False, ensurenl=False)
     theirs = BashLexer(stripnl=False, ensurenl=False)

@@ -118,9 +118,7 @@ def test_a_page_of_the_worst_content_renders_in_under_a_second_of_cpu(org, trace
     assert 'class="row"' in html and 'class="more-rows"' in html
 
 
-def test_the_full_view_of_the_largest_crafted_block_renders_in_under_a_second(
-    org, trace_client
-):
+def test_the_full_view_of_the_largest_crafted_block_renders_in_under_a_second(org, trace_client):
     text = dict(markdown_inputs(60_000))["paragraphs of brackets"]  # the 64 KB limit
     output = dict(json_inputs(TOOL_RESULT_BYTES // 2))["quotes"]
     events = [
