@@ -32,7 +32,9 @@ def _positive(name: str, default: int) -> int:
 CORES = _cores()
 
 wsgi_app = "explorer.wsgi:application"
-bind = os.environ.get("BIND", "0.0.0.0:8000")
+# The loopback only: gunicorn's threads must sit behind a buffering proxy (nginx) on the
+# same machine, never face clients directly (a slow client holds a thread: slowloris).
+bind = os.environ.get("BIND", "127.0.0.1:8000")
 worker_class = "gthread"
 workers = _positive("WEB_CONCURRENCY", CORES + 1)
 threads = _positive("GUNICORN_THREADS", min(2 * CORES, 8))

@@ -13,6 +13,7 @@ BENCHMARKS: dict[str, str] = {
     "import": "benchmarks.import_bench",
     "api": "benchmarks.api_bench",
     "ui": "benchmarks.ui_bench",
+    "compare": "benchmarks.compare_bench",
 }
 
 

@@ -1,9 +1,12 @@
 """`benchmark import`: `trace_import` end to end against the floor of the same work.
 
-The floor parses the same file with orjson and writes the same block and trace
-rows (same columns, same payloads) with the database's fastest bulk path
+The input is real agent runs (benchmarks/realruns.py: the tau2-bench simulations of
+../shared/data repeated with fresh ids, 100 MB by default), generated into a temporary
+folder. The raw floor parses the same file with orjson and writes the same block and
+trace rows (same columns, same payloads) with the driver's fastest bulk path
 (`traces.bulk.insert_rows`: COPY on PostgreSQL, `executemany` on SQLite) in one
-transaction, flushing every FLUSH_ROWS blocks as the import does. Each phase
+transaction, flushing every FLUSH_ROWS blocks as the import does, into two tables made
+for the run with no index, constraint or trigger (dropped after). Each phase
 runs in a forked child, so that its peak memory growth is its own: the child's
 peak RSS (VmHWM, reset at start) minus its RSS at start. Everything written is
 deleted at the end.
@@ -17,7 +20,8 @@ import time
 import traceback
 import uuid
 from argparse import ArgumentParser
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -27,7 +31,7 @@ import orjson
 from django.db import connection, connections, transaction
 from django.utils import timezone
 
-from benchmarks.synthetic import generate
+from benchmarks.realruns import DEFAULT_DATA, Generated, generate_long_trace, generate_real
 from traces import ids, jsontext
 from traces.bulk import BLOCK_COLUMNS, TRACE_COLUMNS, adapt_datetime, insert_rows
 from traces.models import (
@@ -46,6 +50,7 @@ from traces.validation import reward_of
 HELP = "import a synthetic JSONL with trace_import and compare with the bulk-write floor"
 TARGET_RATIO = 2.0
 TARGET_MEMORY_MB = 150.0
+MEMORY_PER_LARGEST_TRACE = 2.0  # or twice the largest trace, when that is more
 MB = 1_000_000
 
 
@@ -62,36 +67,76 @@ class Phase:
 
 
 def add_arguments(parser: ArgumentParser) -> None:
-    parser.add_argument("--traces", type=int, default=500, help="traces to generate (500 ≈ 100 MB)")
-    parser.add_argument("--seed", type=int, default=20250101)
+    parser.add_argument(
+        "--size-mb", type=float, default=100.0,
+        help="MB of JSONL to generate from the real runs (default 100)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--data", type=Path, default=DEFAULT_DATA,
+        help="folder of tau2-bench runs to repeat (default ../shared/data)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--input", type=Path, default=None,
+        help="import this JSONL as it is instead of generating one",
+    )  # fmt: skip
     parser.add_argument(
         "--keep-file", type=Path, default=None, help="write the JSONL here, keep it"
     )
+    parser.add_argument(
+        "--long-trace-mb", type=float, default=10.0,
+        help="MB of the one long trace whose import memory is measured (default 10; 0: none)",
+    )  # fmt: skip
+
+
+def _input(options: Mapping[str, Any], tmp: str, log: Callable[[str], None]) -> Generated:
+    given: Path | None = options.get("input")
+    if given is not None:
+        lines = largest = 0
+        with open(given, "rb") as stream:
+            for line in stream:
+                lines += 1
+                largest = max(largest, len(line))
+        return Generated(given, lines, 0, given.stat().st_size, largest)
+    size_mb: float = options.get("size_mb", 100.0)
+    if size_mb <= 0:
+        raise ValueError("--size-mb must be positive")
+    path = options.get("keep_file") or Path(tmp) / "traces.jsonl"
+    log(f"generating {size_mb:g} MB of real runs into {path} ...")
+    return generate_real(path, size_mb=size_mb, data=options.get("data") or DEFAULT_DATA)
 
 
 def run(options: Mapping[str, Any], log: Callable[[str], None]) -> str:
-    traces: int = options["traces"]
-    if traces < 1:
-        raise ValueError("--traces must be at least 1")
     with tempfile.TemporaryDirectory(prefix="benchmark-import-") as tmp:
-        path = options.get("keep_file") or Path(tmp) / "traces.jsonl"
-        log(f"generating {traces} traces into {path} ...")
-        generated = generate(path, traces=traces, seed=options.get("seed", 20250101))
-        log(f"{generated.bytes / MB:.1f} MB, {generated.events} events")
+        generated = _input(options, tmp, log)
+        path = generated.path
+        log(f"{generated.bytes / MB:.1f} MB, {generated.traces} traces")
         tag = uuid.uuid4().hex[:12]
+        long_result: tuple[Generated, Phase] | None = None
         organization = Organization.objects.create(slug=f"benchmark-{tag}", name="benchmark")
         try:
             floor_dataset = Dataset.objects.create(
                 organization=organization, name=f"benchmark-floor-{tag}"
             )
-            log("floor: orjson + bulk write ...")
-            floor = in_child("floor", lambda: floor_write(path, floor_dataset))
+            with raw_tables():
+                log("floor: orjson + bulk write into tables with no index ...")
+                floor = in_child("floor", lambda: raw_floor(path, floor_dataset))
             log("import: trace_import ...")
             imported = in_child("import", lambda: timed_import(path, organization, f"import-{tag}"))
+            long_mb = options.get("long_trace_mb", 0.0) or 0.0
+            if long_mb > 0:
+                long = generate_long_trace(
+                    Path(tmp) / "long.jsonl", size_mb=long_mb,
+                    data=options.get("data") or DEFAULT_DATA,
+                )  # fmt: skip
+                log(f"long trace: one trace of {long.bytes / MB:.1f} MB ...")
+                long_phase = in_child(
+                    "long", lambda: timed_import(long.path, organization, f"long-{tag}")
+                )
+                long_result = (long, long_phase)
         finally:
             log("cleaning up ...")
             delete_organization_rows(organization)
-    return _render(generated.traces, generated.bytes, imported, floor)
+    return _render(generated, imported, floor, long_result)
 
 
 def timed_import(path: Path, organization: Organization, dataset_name: str) -> int:
@@ -102,32 +147,25 @@ def timed_import(path: Path, organization: Organization, dataset_name: str) -> i
     return result.blocks
 
 
-def floor_write(path: Path, dataset: Dataset) -> int:
-    """The same rows as the import writes, with the least work that makes them."""
-    now = adapt_datetime(timezone.now())
+def floor_rows(
+    path: Path, *, organization_id: int, dataset_id: str, now: Any
+) -> Iterator[tuple[tuple, list[tuple]]]:
+    """(trace row, its block rows) for each line of `path`: orjson, and the least work
+    that makes the rows the import makes (same blocks, columns and payloads). Reads the
+    lines of `benchmarks.realruns` (tau2-bench's flat calls, outputs linked by `id`,
+    reasoning in `raw_data`) and of `benchmarks.synthetic` (OpenAI's calls)."""
     dumps, new_id = jsontext.dumps, ids.block_id
-    org_id, ds_id = dataset.organization_id, dataset.pk
-    trace_rows: list[tuple] = []
-    block_rows: list[tuple] = []
-    total = 0
-
-    def flush() -> None:
-        insert_rows(Trace._meta.db_table, TRACE_COLUMNS, trace_rows)
-        insert_rows(Block._meta.db_table, BLOCK_COLUMNS, block_rows)
-        trace_rows.clear()
-        block_rows.clear()
-
-    with transaction.atomic(), open(path, "rb") as stream:
+    with open(path, "rb") as stream:
         for index, line in enumerate(stream):
             value = orjson.loads(line)
             trace_id = ids.trace_id()
-            start = len(block_rows)
+            block_rows: list[tuple] = []
             calls: dict[str, str] = {}
             for i, event in enumerate(value["messages"]):
                 meta = {"event_index": i}
                 if event["role"] == "tool":
-                    call_id = event["tool_call_id"]
-                    payload = {"call_id": call_id, "output": event["content"]}
+                    call_id = event.get("tool_call_id") or event["id"]
+                    payload = {"call_id": call_id, "output": event.get("content")}
                     block_rows.append((
                         new_id(), trace_id, "OBSERVE", "TOOL_RESULT", calls[call_id],
                         dumps(payload), dumps(meta), dumps(event), "{}", call_id, None,
@@ -140,14 +178,16 @@ def floor_write(path: Path, dataset: Dataset) -> int:
                     message_id, trace_id, "MESSAGE", "MESSAGE", None, dumps(payload),
                     dumps(meta), dumps(event), "{}", None, None, now, now,
                 ))  # fmt: skip
-                if "reasoning_content" in event:
+                think = event.get("reasoning_content") or (
+                    (event.get("raw_data") or {}).get("message") or {}
+                ).get("reasoning_content")
+                if think:
                     block_rows.append((
-                        new_id(), trace_id, "ACT", "THINK", message_id,
-                        dumps({"text": event["reasoning_content"]}), dumps(meta), None, "{}",
-                        None, None, now, now,
+                        new_id(), trace_id, "ACT", "THINK", message_id, dumps({"text": think}),
+                        dumps(meta), None, "{}", None, None, now, now,
                     ))  # fmt: skip
                 for j, call in enumerate(event.get("tool_calls") or ()):
-                    function = call["function"]
+                    function = call.get("function") or call
                     arguments = function["arguments"]
                     if isinstance(arguments, str):
                         arguments = orjson.loads(arguments)
@@ -160,16 +200,78 @@ def floor_write(path: Path, dataset: Dataset) -> int:
                         now, now,
                     ))  # fmt: skip
             metadata = value.get("metadata") or {}
-            blocks = len(block_rows) - start
-            total += blocks
-            trace_rows.append((
-                trace_id, org_id, ds_id, index, "", dumps(metadata), "{}",
-                reward_of(metadata.get("reward")), blocks, now, now,
-            ))  # fmt: skip
+            trace_row = (
+                trace_id, organization_id, dataset_id, index, "", dumps(metadata), "{}",
+                reward_of(metadata.get("reward")), len(block_rows), now, now,
+            )  # fmt: skip
+            yield trace_row, block_rows
+
+
+def _write_rows(path: Path, *, trace_table: str, block_table: str, dataset: Dataset) -> int:
+    """Every row of `path` into the two tables, in one transaction, FLUSH_ROWS blocks at
+    a time; the blocks written."""
+    now = adapt_datetime(timezone.now())
+    trace_rows: list[tuple] = []
+    block_rows: list[tuple] = []
+    total = 0
+
+    def flush() -> None:
+        insert_rows(trace_table, TRACE_COLUMNS, trace_rows)
+        insert_rows(block_table, BLOCK_COLUMNS, block_rows)
+        trace_rows.clear()
+        block_rows.clear()
+
+    with transaction.atomic():
+        for trace_row, blocks in floor_rows(
+            path, organization_id=dataset.organization_id, dataset_id=dataset.pk, now=now
+        ):
+            trace_rows.append(trace_row)
+            block_rows.extend(blocks)
+            total += len(blocks)
             if len(block_rows) >= FLUSH_ROWS:
                 flush()
         flush()
     return total
+
+
+def floor_write(path: Path, dataset: Dataset) -> int:
+    """The import's rows written into the application's own tables (their indexes,
+    constraints and triggers included): the floor of the API benchmarks."""
+    return _write_rows(
+        path, trace_table=Trace._meta.db_table, block_table=Block._meta.db_table, dataset=dataset
+    )
+
+
+RAW_TRACE_TABLE = "benchmark_raw_trace"
+RAW_BLOCK_TABLE = "benchmark_raw_block"
+
+
+@contextmanager
+def raw_tables() -> Iterator[None]:
+    """Two tables with the columns of traces and blocks and nothing else: no index, no
+    constraint (not even NOT NULL: `CREATE TABLE AS` copies none), no trigger."""
+    qn = connection.ops.quote_name
+    pairs = ((RAW_TRACE_TABLE, Trace), (RAW_BLOCK_TABLE, Block))
+    with connection.cursor() as cursor:
+        for table, model in pairs:
+            cursor.execute(f"DROP TABLE IF EXISTS {qn(table)}")
+            cursor.execute(
+                f"CREATE TABLE {qn(table)} AS SELECT * FROM {qn(model._meta.db_table)} WHERE 1 = 0"
+            )
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            for table, _ in pairs:
+                cursor.execute(f"DROP TABLE IF EXISTS {qn(table)}")
+
+
+def raw_floor(path: Path, dataset: Dataset) -> int:
+    """The raw floor of an import: orjson parse of every line and the driver's bulk write
+    (COPY / one executemany in a transaction) of the same rows into the raw tables."""
+    return _write_rows(
+        path, trace_table=RAW_TRACE_TABLE, block_table=RAW_BLOCK_TABLE, dataset=dataset
+    )
 
 
 def in_child(name: str, work: Callable[[], int]) -> Phase:
@@ -258,12 +360,24 @@ def delete_organization_rows(organization: Organization) -> None:
         cursor.execute(f"DELETE FROM {org} WHERE id = %s", [organization.pk])
 
 
-def _render(traces: int, size: int, imported: Phase, floor: Phase) -> str:
+def _render(
+    generated: Generated,
+    imported: Phase,
+    floor: Phase,
+    long_result: tuple[Generated, Phase] | None = None,
+) -> str:
     ratio = imported.seconds / floor.seconds if floor.seconds else float("inf")
-    memory = imported.peak_growth_mb
+    vendor = connection.vendor
+    bulk = "COPY (psycopg)" if vendor == "postgresql" else "one executemany in a transaction"
+    largest = generated.largest_line / MB
+    memory_target = max(TARGET_MEMORY_MB, MEMORY_PER_LARGEST_TRACE * largest)
     lines = [
-        f"benchmark import: {traces} traces, {size / MB:.1f} MB of JSONL, "
-        f"database {connection.vendor}",
+        f"benchmark import: {generated.traces} traces, {generated.bytes / MB:.1f} MB of JSONL "
+        f"(largest trace {largest:.2f} MB), database {vendor}",
+        f"floor: orjson parse of every line + {bulk} of the same rows into tables with no "
+        "index, constraint or trigger, in this run",
+        "peak memory: growth of the peak RSS (VmHWM of /proc, reset at start) of a forked "
+        "child that runs the phase",
         f"{'phase':<8}{'seconds':>10}{'blocks':>10}{'blocks/s':>12}{'peak memory growth':>21}",
     ]
     for phase in (imported, floor):
@@ -275,8 +389,19 @@ def _render(traces: int, size: int, imported: Phase, floor: Phase) -> str:
         f"ratio import/floor: {ratio:.2f} (target <= {TARGET_RATIO}) "
         f"{'PASS' if ratio <= TARGET_RATIO else 'FAIL'}"
     )
+    memory = imported.peak_growth_mb
     lines.append(
-        f"peak memory growth: {memory:.0f} MB (target <= {TARGET_MEMORY_MB:.0f} MB) "
-        f"{'PASS' if memory <= TARGET_MEMORY_MB else 'FAIL'}"
+        f"peak memory growth: {memory:.0f} MB (target <= {memory_target:.0f} MB) "
+        f"{'PASS' if memory <= memory_target else 'FAIL'}"
     )
+    if long_result is not None:
+        long, phase = long_result
+        size = long.bytes / MB
+        times = phase.peak_growth_mb / size if size else 0.0
+        lines.append(
+            f"long trace: one trace of {size:.1f} MB ({long.events} events) imported in "
+            f"{phase.seconds:.2f} s, peak memory growth {phase.peak_growth_mb:.0f} MB = "
+            f"{times:.1f}x the trace (target <= {MEMORY_PER_LARGEST_TRACE:.1f}x) "
+            f"{'PASS' if times <= MEMORY_PER_LARGEST_TRACE else 'FAIL'}"
+        )
     return "\n".join(lines)

@@ -651,6 +651,18 @@ def _vacuum() -> None:
             cursor.execute(f"VACUUM (ANALYZE) {connection.ops.quote_name(table)}")
 
 
+def signed_in_member(prefix: str) -> tuple[Organization, Any, Client]:
+    """A new organization and a member of it (both named `<prefix>-<random tag>`), and a
+    test Client signed in as that member; `_cleanup` removes all three."""
+    tag = uuid.uuid4().hex[:12]
+    organization = organization_get_or_create(slug=f"{prefix}-{tag}")
+    user = get_user_model().objects.create_user(username=f"{prefix}-{tag}")
+    Membership.objects.create(user=user, organization=organization, role="member")
+    client = Client(HTTP_HOST=_host())
+    client.force_login(user)
+    return organization, user, client
+
+
 def _cleanup(organization: Organization, user, client: Client) -> None:
     client.logout()  # deletes its session
     Membership.objects.filter(user=user).delete()
@@ -669,12 +681,7 @@ def run(options: Mapping[str, Any], log: Callable[[str], None]) -> str:
     sizes = _sizes(scale, max(10, options.get("trace_blocks") or TRACE_BLOCKS))
     only = options.get("only")
     all_traces = options.get("dataset_traces") or DATASET_ALL_TRACES
-    tag = uuid.uuid4().hex[:12]
-    organization = organization_get_or_create(slug=f"benchmark-ui-{tag}")
-    user = get_user_model().objects.create_user(username=f"benchmark-ui-{tag}")
-    Membership.objects.create(user=user, organization=organization, role="member")
-    client = Client(HTTP_HOST=_host())
-    client.force_login(user)
+    organization, user, client = signed_in_member("benchmark-ui")
     started = time.perf_counter()
     dataset_page = search = None
     try:

@@ -446,6 +446,14 @@ def demo_user_reset(*, organization: Organization) -> Any:
     return user
 
 
+def demo_present() -> bool:
+    """Every demo dataset is in the database (then `load_demo --if-absent` keeps them, and
+    their ids: links to them keep working)."""
+    names = {d.name for d in demo_datasets()}
+    found = Dataset.objects.filter(organization__slug=ORG_SLUG, name__in=names)
+    return found.count() == len(names)
+
+
 def load_demo(*, with_user: bool = True) -> list[ImportResult]:
     """Replace the demo datasets of organization "demo"; reset the demo user."""
     datasets = demo_datasets()

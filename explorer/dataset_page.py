@@ -11,6 +11,7 @@ from django.core.paginator import Paginator
 from traces import jsontext
 from traces.models import Trace
 from traces.rewards import rate_tone, reward_tone
+from traces.selectors.annotations import trace_label_names
 from traces.selectors.datasets import dataset_trace_rows
 from traces.selectors.stats import (
     Histogram,
@@ -26,6 +27,11 @@ from traces.validation import number_in_range
 PAGE_SIZE = 50
 FIRST_MESSAGE_CHARS = 120
 LONG_VALUE_CHARS = 100
+# The metadata panel shows the first keys, each value up to META_VALUE_CHARS characters;
+# the whole metadata is a link away (the /v1 resource), harden F3.
+META_PANEL_KEYS = 50
+META_VALUE_CHARS = 4_000
+META_KEY_CHARS = 200
 SORTS = {
     "index": ("index",),
     "-index": ("-index",),
@@ -49,6 +55,7 @@ class Filters:
     reward_min: str = ""
     meta: str = ""
     annotated: str = ""
+    label: str = ""
     sort: str = "index"
     group: str = ""
 
@@ -65,6 +72,7 @@ class Filters:
             reward_min=reward_min[:40],
             meta=get.get("meta", "").strip()[:1000],
             annotated=get.get("annotated", "") if get.get("annotated") in ("yes", "no") else "",
+            label=get.get("label", "").strip()[:100],
             sort=get.get("sort", "index") if get.get("sort") in SORTS else "index",
             group=get.get("group", "")[:500],
         )
@@ -77,6 +85,7 @@ class Filters:
             "reward_min": self.reward_min if self.reward == "gte" else "",
             "meta": self.meta,
             "annotated": self.annotated,
+            "label": self.label,
             "sort": "" if self.sort == "index" else self.sort,
             "group": self.group,
             **changes,
@@ -88,7 +97,7 @@ class Filters:
 
     @property
     def active(self) -> bool:
-        return bool(self.q or self.reward or self.meta or self.annotated)
+        return bool(self.q or self.reward or self.meta or self.annotated or self.label)
 
     def trace_filter(self) -> tuple[TraceFilter, list[str]]:
         """The form as the filter the trace list applies, and what could not be
@@ -119,6 +128,7 @@ class Filters:
                 found.metadata[key] = value
         if self.annotated:
             found.annotated = self.annotated == "yes"
+        found.label = self.label
         return found, errors
 
 
@@ -173,16 +183,34 @@ def _format_value(value: Any) -> tuple[str, str]:
     return jsontext.dumps(value), "json"
 
 
+def _cut(text: str, limit: int) -> str:
+    return text[:limit] + "…" if len(text) > limit else text
+
+
 def metadata_items(metadata: Any, skip: tuple[str, ...] = ("accuracy",)) -> list[MetaItem]:
+    """The first META_PANEL_KEYS keys of the metadata, keys and values cut to a readable
+    length (with an ellipsis)."""
     if not isinstance(metadata, dict):
-        return [MetaItem("(metadata)", jsontext.dumps(metadata), "json", False)]
+        text = _cut(jsontext.dumps(metadata), META_VALUE_CHARS)
+        return [MetaItem("(metadata)", text, "json", len(text) > LONG_VALUE_CHARS)]
     items = []
     for key, value in metadata.items():
         if key in skip:
             continue
+        if len(items) == META_PANEL_KEYS:
+            break
         text, kind = _format_value(value)
-        items.append(MetaItem(key, text, kind, len(text) > LONG_VALUE_CHARS or "\n" in text))
+        text = _cut(text, META_VALUE_CHARS)
+        long = len(text) > LONG_VALUE_CHARS or "\n" in text
+        items.append(MetaItem(_cut(key, META_KEY_CHARS), text, kind, long))
     return items
+
+
+def metadata_hidden(metadata: Any, skip: tuple[str, ...] = ("accuracy",)) -> int:
+    """How many keys the panel does not show."""
+    if not isinstance(metadata, dict):
+        return 0
+    return max(0, len([k for k in metadata if k not in skip]) - META_PANEL_KEYS)
 
 
 def reported_accuracy(metadata: Any) -> tuple[float | None, Any]:
@@ -267,6 +295,7 @@ def histogram_bars(histogram: Histogram) -> dict[str, Any]:
 
 def _trace_rows(page_traces: list[Trace]) -> list[dict[str, Any]]:
     tools = tools_used(trace_ids=[t.pk for t in page_traces])
+    labels = trace_label_names(trace_ids=[t.pk for t in page_traces])
     rows = []
     for trace in page_traces:
         tone, text = reward_badge(trace.reward)
@@ -275,6 +304,7 @@ def _trace_rows(page_traces: list[Trace]) -> list[dict[str, Any]]:
                 "trace": trace,
                 "first_message": _first_line(message_text(trace.first_user_payload)),
                 "tools": tools.get(trace.pk, []),
+                "labels": labels.get(trace.pk, []),
                 "reward_tone": tone,
                 "reward_text": text,
             }
@@ -292,7 +322,7 @@ def groups_context(filters: Filters, all_traces) -> dict[str, Any]:
     if table is not None:
         for group in table.rows:
             href = None
-            if not group.missing:
+            if not group.missing and not group.cut:
                 href = "?" + urlencode({"meta": f"{key}={group.filter_value}", "group": key})
             cells = [*group.pass_at, *group.pass_hat] if show_pass else []
             rows.append(

@@ -1,11 +1,20 @@
 """Login throttling (django-axes): after LOGIN_FAILURE_LIMIT failed sign-ins for one
-username, or from one address, sign-in is refused for LOGIN_LOCKOUT_MINUTES. Failures are
-counted in the database, so that every gunicorn worker sees the same count.
+username from one address, that username is refused from that address, and after
+LOGIN_ADDRESS_FAILURE_LIMIT failures from one address (whatever the usernames), every
+sign-in from it is, for LOGIN_LOCKOUT_MINUTES. Failures are counted in the database, so
+that every gunicorn worker sees the same count.
+
+Not by username alone: then anyone could lock a user out by failing their password
+(a denial of service, harden F7); the user can still sign in from their own address.
 """
 
+from axes.attempts import get_cool_off_threshold
 from axes.backends import AxesStandaloneBackend
+from axes.handlers.database import AxesDatabaseHandler
+from axes.helpers import get_client_username
 from django.conf import settings
 from django.contrib.auth.forms import AuthenticationForm
+from django.db.models import Sum
 from django.shortcuts import render
 
 
@@ -18,6 +27,29 @@ class LoginThrottleBackend(AxesStandaloneBackend):
         if request is None:
             return None
         return super().authenticate(request, username=username, password=password, **kwargs)
+
+
+class PairThenAddressHandler(AxesDatabaseHandler):
+    """Axes' database handler, counting failures by (username, address), and by address
+    alone against its own higher limit. Axes locks out when `get_failures` reaches
+    AXES_FAILURE_LIMIT: an address over its limit answers that limit."""
+
+    def get_failures(self, request, credentials=None) -> int:
+        from axes.models import AccessAttempt  # a model: not before the apps are loaded
+
+        recent = AccessAttempt.objects.filter(
+            ip_address=request.axes_ip_address,
+            attempt_time__gte=get_cool_off_threshold(request),
+        )
+        username = get_client_username(request, credentials)
+        pair = _failures(recent.filter(username=username))
+        if _failures(recent) >= settings.LOGIN_ADDRESS_FAILURE_LIMIT:
+            return max(pair, settings.AXES_FAILURE_LIMIT)
+        return pair
+
+
+def _failures(attempts) -> int:
+    return attempts.aggregate(n=Sum("failures_since_start"))["n"] or 0
 
 
 def client_address(request) -> str:
@@ -44,7 +76,8 @@ def locked_out(request, original_response=None, credentials=None):
     context = {
         "form": AuthenticationForm(request),
         "locked_out": (
-            f"Too many failed sign-ins for this username or from this address. "
+            f"Too many failed sign-ins for this username from this address, or from this "
+            f"address. "
             f"Try again in {minutes} minute{'s' if minutes != 1 else ''}."
         ),
         "next": request.POST.get("next", ""),

@@ -22,6 +22,15 @@ if not DEBUG and SECRET_KEY in ("", DEVELOPMENT_SECRET_KEY):
         'python -c "import secrets; print(secrets.token_urlsafe(50))"), '
         "or set DEBUG=1 on a development machine"
     )
+# Django's own rule for a weak key (check security.W009), enforced at start, not warned.
+if not DEBUG and (
+    len(SECRET_KEY) < 50 or len(set(SECRET_KEY)) < 5 or SECRET_KEY.startswith("django-insecure-")
+):
+    raise ImproperlyConfigured(
+        "SECRET_KEY is too weak: it needs at least 50 characters, 5 of them different, "
+        "and no 'django-insecure-' prefix (e.g. "
+        'python -c "import secrets; print(secrets.token_urlsafe(50))")'
+    )
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
 
 INSTALLED_APPS = [
@@ -74,7 +83,11 @@ TEMPLATES = [
         "DIRS": [BASE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
-            "builtins": ["template_partials.templatetags.partials", "explorer.templatetags.ago"],
+            "builtins": [
+                "template_partials.templatetags.partials",
+                "explorer.templatetags.ago",
+                "explorer.templatetags.names",
+            ],
             "context_processors": [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
@@ -124,7 +137,13 @@ AUTHENTICATION_BACKENDS = [
 # counted in the database, shared by every worker; a lockout ends after the cool-off.
 AXES_FAILURE_LIMIT = env_positive_int("LOGIN_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = timedelta(minutes=env_positive_int("LOGIN_LOCKOUT_MINUTES", 15))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+# Lock a username out from one address only (explorer/login_throttle.py); an address alone
+# at its own, higher limit.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_HANDLER = "explorer.login_throttle.PairThenAddressHandler"
+LOGIN_ADDRESS_FAILURE_LIMIT = env_positive_int(
+    "LOGIN_ADDRESS_FAILURE_LIMIT", 10 * AXES_FAILURE_LIMIT
+)
 AXES_LOCKOUT_CALLABLE = "explorer.login_throttle.locked_out"
 AXES_CLIENT_IP_CALLABLE = "explorer.login_throttle.client_address"
 # How many reverse proxies in front of the app append to X-Forwarded-For (unset: none).
@@ -180,12 +199,19 @@ DATA_UPLOAD_MAX_NUMBER_FILES = env_positive_int("UPLOAD_MAX_FILES", 10000)
 UPLOAD_MAX_BYTES = env_positive_int("UPLOAD_MAX_BYTES", 1 << 30)
 FILE_UPLOAD_HANDLERS = ["explorer.upload_files.SharedTempFileUploadHandler"]
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_positive_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 32 * 1024 * 1024)
+# One member of an uploaded zip (an Inspect .eval log's sample) is decompressed into memory
+# to be parsed: at most this many bytes, so a small zip cannot expand to gigabytes.
+IMPORT_MEMBER_MAX_BYTES = env_positive_int(
+    "IMPORT_MEMBER_MAX_BYTES", min(UPLOAD_MAX_BYTES, 256 * 1024 * 1024)
+)
 
 # Byte limits of spec/004, per payload field.
 LIMIT_MSG_BYTES = env_positive_int("LIMIT_MSG_BYTES", 65536)
 LIMIT_THINK_BYTES = env_positive_int("LIMIT_THINK_BYTES", 32768)
 LIMIT_TOOL_ARGS_BYTES = env_positive_int("LIMIT_TOOL_ARGS_BYTES", 262144)
 LIMIT_TOOL_RESULT_BYTES = env_positive_int("LIMIT_TOOL_RESULT_BYTES", 2097152)
+# A message in an imported file (DESIGN.md "imports keep real logs whole").
+LIMIT_IMPORT_MESSAGE_BYTES = env_positive_int("LIMIT_IMPORT_MESSAGE_BYTES", LIMIT_TOOL_RESULT_BYTES)
 LIMIT_IMAGE_BYTES = env_positive_int("LIMIT_IMAGE_BYTES", 20 * 1024 * 1024)
 
 REST_FRAMEWORK = {
@@ -213,6 +239,10 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "SECURITY": [{"bearerAuth": []}],
     "APPEND_COMPONENTS": {"securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer"}}},
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "traces.api.schema.describe_organization",
+    ],
 }
 
 LOGGING = {

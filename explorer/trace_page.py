@@ -1,11 +1,13 @@
 """What a trace page shows, as view models: rows of the stitched tree with their
 blocks rendered safely and folded, chunked so that a long trace opens fast."""
 
+import itertools
 import math
 import re
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from django.urls import reverse
@@ -24,8 +26,16 @@ from traces.models import Trace
 from traces.order import ORPHANS
 from traces.policy import Action, allows
 from traces.rewards import reward_tone
-from traces.selectors.blocks import Item, trace_items_from, trace_orphans, turn_acts
+from traces.selectors.annotations import block_label_names
+from traces.selectors.blocks import (
+    Item,
+    StoredJson,
+    trace_items_from,
+    trace_orphans,
+    turn_acts,
+)
 from traces.selectors.images import trace_image_types
+from traces.validation import reward_of
 
 CHUNK_ROWS = 150
 # A chunk also ends once its rendered payload passes this many characters, so that a
@@ -37,6 +47,7 @@ CHUNK_BLOCKS = 500
 BLOCK_OVERHEAD = 1_400  # the HTML around one block's payload, roughly
 RAW_INLINE_CHARS = 1_500  # raw bigger than this is loaded on demand
 META_VALUE_CHARS = 4_000  # a trace metadata value shows at most this much
+META_PANEL_KEYS = 50  # ... and the panel its first keys (the rest: the /v1 resource)
 ROLE_CLASSES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
 ROLE_CLASSES.update({"tool": "tool", "function": "tool", "ipython": "tool"})
 
@@ -126,6 +137,7 @@ class BlockView:
     tone: str = ""  # one of a few colours for free-text roles (agents of a team)
     cost: int = 0
     number: int | None = None  # the how-manieth block of the trace (Block.number)
+    labels: list[str] = field(default_factory=list)  # names of its failure labels
 
     @property
     def head_template(self) -> str:
@@ -217,6 +229,11 @@ class PageRenderer:
         self.ctx = Context(image_url=self.image_url, as_text=as_text)
         self.effort = Effort()  # one for the whole response (explorer/render/effort.py)
 
+    @cached_property
+    def block_labels(self) -> dict[str, list[str]]:
+        """Block id -> the names of its labels: one query a request."""
+        return block_label_names(trace=self.trace)
+
     def image_url(self, sha: str) -> str:
         return reverse("trace-image", args=[self.trace.pk, sha])
 
@@ -224,7 +241,9 @@ class PageRenderer:
         """One query for the types of the images these blocks show."""
         shas: set[str] = set()
         for node in nodes:
-            shas |= referenced_images(node.get("payload"))
+            payload = node.get("payload")
+            # A stored payload's references are found in its text, without decoding it.
+            shas |= referenced_images(payload.text if isinstance(payload, StoredJson) else payload)
         shas -= set(self.ctx.image_types)
         if shas:
             self.ctx.image_types.update(trace_image_types(trace=self.trace, shas=shas))
@@ -245,7 +264,43 @@ class PageRenderer:
             can_edit=self.can_edit,
         )
 
+    def decoded(self, stored: Any) -> tuple[Any, bool]:
+        """A field of a block as the page needs it (decoded from its stored text if the
+        response may still decode it: explorer/render/effort.py); False if it may not."""
+        if not isinstance(stored, StoredJson):
+            return stored, True
+        if not self.effort.may_decode(stored.text):
+            return None, False
+        return stored.decode(), True
+
+    def too_large(self, node: dict[str, Any]) -> BlockView:
+        """A block too large to decode once the response has spent its formatting time:
+        its size, and a link to it alone."""
+        kind = kinds.BY_SUB_TYPE[node["sub_type"]]
+        stored = node.get("payload")
+        size = size_label(len(stored.text)) if isinstance(stored, StoredJson) else ""
+        url = reverse("block-full", args=[self.trace.pk, node["id"]])
+        body = (
+            f'<p class="no-text">A large block ({size}): '
+            f'<a href="{url}">open it alone</a> to see it.</p>'
+        )
+        return BlockView(
+            id=node["id"], sub_type=kind.sub_type, kind=kind.view, label=kind.label,
+            icon=kind.icon, head={}, body_key=kind.body[0], body=safe(body), folded=True,
+            size=size, badges=[], warnings=[], metadata=safe(""), extra=safe(""), raw=None,
+            raw_size="", has_raw=False, reward=self.reward({"id": node["id"]}),
+            awaits_children=bool(kinds.children_of(kind.sub_type)), cost=len(body),
+            number=node.get("number"),
+        )  # fmt: skip
+
     def block(self, node: dict[str, Any]) -> BlockView:
+        fields = {}
+        for name in ("payload", "metadata", "extra"):
+            fields[name], ok = self.decoded(node.get(name))
+            if not ok:
+                return self.too_large(node)
+        stored_raw = node.get("raw")
+        node = {**node, **fields}
         payload = node.get("payload")
         payload = payload if isinstance(payload, dict) else {"value": payload}
         metadata = node.get("metadata") if isinstance(node.get("metadata"), dict) else {}
@@ -264,13 +319,17 @@ class PageRenderer:
         if fields:
             body += '<div class="more-fields"><span class="lane-note">other fields</span>'
             body += json_html(fields, budget) + "</div>"
-        raw = node.get("raw")
-        raw_html, raw_size, has_raw = None, "", raw is not None
+        raw_html, raw_size, has_raw = None, "", stored_raw is not None
         if has_raw:
-            raw_text_len = len(jsontext.dumps(raw))
+            if isinstance(stored_raw, StoredJson):
+                raw_text_len = len(stored_raw.text)
+            else:
+                raw_text_len = len(jsontext.dumps(stored_raw))
             raw_size = size_label(raw_text_len)
             if not self.fold or raw_text_len <= RAW_INLINE_CHARS:
-                raw_html = safe(json_html(raw, self.unlimited(), css="drawer-json"))
+                raw, ok = self.decoded(stored_raw)
+                if ok:
+                    raw_html = safe(json_html(raw, self.unlimited(), css="drawer-json"))
         meta_html = json_html(metadata, self.budget(), css="drawer-json")
         extra = node.get("extra") if node.get("extra") is not None else {}
         extra_html = json_html(extra, self.budget(), css="drawer-json")
@@ -294,6 +353,7 @@ class PageRenderer:
             raw_size=raw_size,
             has_raw=has_raw,
             reward=self.reward(node),
+            labels=self.block_labels.get(node["id"], []),
             has_text_view=kind.render in MARKDOWN_RENDERERS,
             awaits_children=bool(kinds.children_of(kind.sub_type)),
             role_class=ROLE_CLASSES.get(role.lower(), "other") if role else "",
@@ -357,7 +417,7 @@ def chunk_from(renderer: PageRenderer, start: int, acts_from: int = 0, at_least:
         trace=renderer.trace,
         turn=start,
         act=acts_from + 1 if acts_from else 0,
-        decode=True,
+        decode="lazy",
         numbered=True,
     )
     try:
@@ -396,7 +456,7 @@ def chunk_context(
             row.acts_total = turn_acts(trace=trace, turn=row.index)
     orphans = []
     if done:
-        nodes = trace_orphans(trace=trace, decode=True)
+        nodes = trace_orphans(trace=trace, decode="lazy")
         renderer.load_image_types(nodes)
         orphans = [renderer.block(node) for node in nodes]
     # The next chunk is the page from where this one ends: htmx asks for its `chunk`
@@ -540,15 +600,27 @@ class MetaItem:
 
 
 def meta_items(metadata: Any) -> list[MetaItem]:
+    """The first META_PANEL_KEYS keys, values cut at META_VALUE_CHARS (harden F3: a trace
+    with thousands of keys made a page of megabytes); the rest is a link away."""
     if not isinstance(metadata, dict):
-        return [MetaItem("value", jsontext.dumps(metadata), True)] if metadata else []
+        if not metadata:
+            return []
+        text = jsontext.dumps(metadata)
+        if len(text) > META_VALUE_CHARS:
+            text = text[:META_VALUE_CHARS] + f"… ({size_label(len(text.encode()))} in all)"
+        return [MetaItem("value", visible_text(text), True)]
     items = []
-    for key, value in metadata.items():
+    for key, value in itertools.islice(metadata.items(), META_PANEL_KEYS):
         text = value if isinstance(value, str) else jsontext.dumps(value)
         if len(text) > META_VALUE_CHARS:
             text = text[:META_VALUE_CHARS] + f"… ({size_label(len(text.encode()))} in all)"
-        items.append(MetaItem(str(key)[:200], visible_text(text), len(text) > 80))
+        items.append(MetaItem(visible_text(str(key)[:200]), visible_text(text), len(text) > 80))
     return items
+
+
+def meta_hidden(metadata: Any) -> int:
+    """How many keys `meta_items` does not show."""
+    return max(0, len(metadata) - META_PANEL_KEYS) if isinstance(metadata, dict) else 0
 
 
 def trace_reward(trace: Trace, can_edit: bool, **more) -> RewardView:
@@ -572,7 +644,8 @@ def reward_summary(trace: Trace) -> dict[str, str]:
     return {
         "reward_text": _number_text(reward),
         "reward_tone": reward_tone(reward),
-        "reward_source": "annotation" if extra.get("reward") is not None else "metadata",
+        # The column takes extra.reward only when it counts as a number (reward_of).
+        "reward_source": "annotation" if reward_of(extra.get("reward")) is not None else "metadata",
     }
 
 

@@ -5,9 +5,15 @@ failed there with Django's bare 400. This middleware reads a multipart body firs
 its refusal can be answered: 413 with the upload page and its message (elsewhere, the
 admin's upload, a page with the message). A body over UPLOAD_MAX_BYTES is refused from
 its Content-Length, unread. /v1/ refuses the same in its views, in spec/004's envelope.
+
+Nobody signed in may post a multipart body to any page but a small one to sign in (only
+signed-in users write): such a request is sent to the sign-in page before a byte of its
+body is read, so that an anonymous client cannot make the server read and spool a
+large upload (/v1/ refuses it 401 before DRF parses the body).
 """
 
 from django.conf import settings
+from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import RequestDataTooBig, TooManyFilesSent
 from django.shortcuts import render
 from django.urls import Resolver404, resolve
@@ -48,6 +54,21 @@ def _refused_page(request, error: PayloadTooLarge):
     return render(request, "413.html", context, status=error.http_status)
 
 
+# A sign-in form is a few hundred bytes, whatever its encoding.
+SIGN_IN_MAX_BYTES = 64 * 1024
+
+
+def _small_sign_in(request) -> bool:
+    """A sign-in (the login page's or the admin's) small enough to be one."""
+    try:
+        match = resolve(request.path_info)
+    except Resolver404:
+        return False
+    return match.view_name in ("login", "admin:login") and (
+        0 < _content_length(request) <= SIGN_IN_MAX_BYTES
+    )
+
+
 class UploadLimitsMiddleware:
     def __init__(self, get_response):
         self.get_response = get_response
@@ -58,6 +79,8 @@ class UploadLimitsMiddleware:
             and request.content_type == "multipart/form-data"
             and not is_api_path(request)
         ):
+            if not request.user.is_authenticated and not _small_sign_in(request):
+                return redirect_to_login(request.get_full_path())
             error = upload_refusal(request)
             if error is not None:
                 return _refused_page(request, error)

@@ -14,7 +14,6 @@ import orjson
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.test import Client
 from django.urls import reverse
 
 from tests.api.conftest import BASE, error_of
@@ -165,6 +164,7 @@ def service_ways(org):
     ]  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("depth", [LIMIT, *REFUSED])
 def test_every_service_keeps_the_limit_and_refuses_deeper_naming_the_field(org, depth):
     # The payload wraps the value in one more level.
@@ -281,11 +281,8 @@ def test_tool_arguments_too_deep_to_keep_parsed_stay_the_string_the_model_wrote(
     assert "nested too deeply" in call.metadata["arguments_unparsed"]
 
 
-def test_the_upload_page_lists_the_problem(org):
-    user = get_user_model().objects.create_user("deep-uploader", password="pw")
-    Membership.objects.create(user=user, organization=org, role="member")
-    client = Client()
-    client.force_login(user)
+def test_the_upload_page_lists_the_problem(member_client):
+    client = member_client
     data = ('{"messages": [{"role": "user", "content": "hi"}], "metadata": '
             + deep_text(LIMIT + 1) + "}\n")  # fmt: skip
     response = client.post(

@@ -5,7 +5,8 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# slow: migrates back and forth
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 SHA = "ab" * 32
 UNUSED = "cd" * 32
@@ -79,10 +80,10 @@ def test_0009_gives_each_organization_its_images_and_links_the_traces_using_them
     assert links == {(acme.pk, images["acme"].pk), (rival.pk, images["rival"].pk)}
 
 
-def test_0010_gives_stored_blocks_their_place_in_the_stitched_order_and_counts(migrated_back):
-    apps = migrated_back("0009_images_per_organization")
+def test_0014_gives_stored_blocks_their_place_in_the_stitched_order_and_counts(migrated_back):
+    apps = migrated_back("0013_merge_reading")
     trace = blocks_of_one_call(apps, "acme", [None, 2, 0])
-    apps = migrated_back("0010_perfpage_stitched_order")
+    apps = migrated_back("0014_perfpage_stitched_order")
     Block, Trace = apps.get_model("traces", "Block"), apps.get_model("traces", "Trace")
     rows = Block.objects.filter(trace_id=trace.pk).order_by("turn", "act", "step", "result_seq")
     places = list(rows.values_list("id", "turn", "act", "step", "number"))

@@ -10,29 +10,19 @@ import io
 import json
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
 from tests.api.conftest import BASE, error_of, post_json
 from traces.errors import ImportFailed, ValidationFailed
-from traces.models import ApiKey, Block, Dataset, Membership, Trace
+from traces.models import ApiKey, Block, Dataset, Trace
 from traces.services.datasets import dataset_create, dataset_update
 from traces.services.imports import trace_import
 from traces.services.traces import trace_create, trace_patch
 
 NUL = "\x00"
 USER = {"role": "user", "content": "hi"}
-
-
-@pytest.fixture
-def member(org):
-    user = get_user_model().objects.create_user("nul-member", password="pw")
-    Membership.objects.create(user=user, organization=org, role="owner")
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 @pytest.fixture
@@ -62,38 +52,38 @@ def import_problem(org, lines, name="n.jsonl"):
 # --- names -----------------------------------------------------------------------------
 
 
-def test_the_upload_form_refuses_a_new_dataset_name_with_nul(member):
+def test_the_upload_form_refuses_a_new_dataset_name_with_nul(owner_client):
     file = SimpleUploadedFile("a.json", json.dumps([USER]).encode())
-    response = member.post(reverse("upload"), {"name": f"runs{NUL}", "files": [file]})
+    response = owner_client.post(reverse("upload"), {"name": f"runs{NUL}", "files": [file]})
     assert response.status_code == 400
     assert b"Name holds a NUL character (U+0000) at position 4." in response.content
     assert not Dataset.objects.exists()
 
 
-def test_the_upload_form_refuses_an_organization_slug_with_nul(member):
+def test_the_upload_form_refuses_an_organization_slug_with_nul(owner_client):
     file = SimpleUploadedFile("a.json", json.dumps([USER]).encode())
     form = {"name": "runs", "organization": f"acme{NUL}", "files": [file]}
-    response = member.post(reverse("upload"), form)
+    response = owner_client.post(reverse("upload"), form)
     assert response.status_code == 400
     assert b"Organization holds a NUL character" in response.content
     assert not Dataset.objects.exists()
 
 
-def test_the_upload_form_answers_a_dataset_id_with_nul_as_no_such_dataset(member):
+def test_the_upload_form_answers_a_dataset_id_with_nul_as_no_such_dataset(owner_client):
     file = SimpleUploadedFile("a.json", json.dumps([USER]).encode())
-    response = member.post(reverse("upload"), {"dataset": f"ds_{NUL}", "files": [file]})
+    response = owner_client.post(reverse("upload"), {"dataset": f"ds_{NUL}", "files": [file]})
     assert response.status_code == 404
     assert b"There is no such dataset" in response.content
 
 
-def test_the_upload_page_ignores_a_dataset_with_nul_in_its_address(member):
-    response = member.get(reverse("upload") + "?dataset=ds_%00")
+def test_the_upload_page_ignores_a_dataset_with_nul_in_its_address(owner_client):
+    response = owner_client.get(reverse("upload") + "?dataset=ds_%00")
     assert response.status_code == 200
 
 
-def test_an_upload_file_named_with_nul_is_imported(member):
+def test_an_upload_file_named_with_nul_is_imported(owner_client):
     file = SimpleUploadedFile(f"a{NUL}b.json", json.dumps([USER]).encode())
-    response = member.post(reverse("upload"), {"name": "runs", "files": [file]})
+    response = owner_client.post(reverse("upload"), {"name": "runs", "files": [file]})
     assert response.status_code == 302
     assert Trace.objects.filter(dataset__name="runs").count() == 1
 
@@ -115,15 +105,15 @@ def test_the_api_refuses_a_dataset_name_with_nul(api):
     assert not Dataset.objects.exists()
 
 
-def test_the_keys_page_refuses_a_key_name_with_nul(member):
-    response = member.post(reverse("api-keys"), {"organization": "acme", "name": f"ci{NUL}"})
+def test_the_keys_page_refuses_a_key_name_with_nul(owner_client):
+    response = owner_client.post(reverse("api-keys"), {"organization": "acme", "name": f"ci{NUL}"})
     assert response.status_code == 400
     assert b"name holds a NUL character" in response.content
     assert not ApiKey.objects.exists()
 
 
-def test_the_keys_page_answers_an_organization_with_nul_as_not_found(member):
-    response = member.post(reverse("api-keys"), {"organization": f"acme{NUL}", "name": "ci"})
+def test_the_keys_page_answers_an_organization_with_nul_as_not_found(owner_client):
+    response = owner_client.post(reverse("api-keys"), {"organization": f"acme{NUL}", "name": "ci"})
     assert response.status_code == 404
     assert not ApiKey.objects.exists()
 
@@ -208,14 +198,14 @@ def test_payload_and_metadata_strings_keep_nul(api, api_trace):
 # --- search text, lookups and filters ---------------------------------------------------
 
 
-def test_search_text_with_nul_matches_nothing(member, api, imported):
-    page = member.get(reverse("dataset", args=[imported.pk]), {"q": f"a{NUL}b"})
+def test_search_text_with_nul_matches_nothing(owner_client, api, imported):
+    page = owner_client.get(reverse("dataset", args=[imported.pk]), {"q": f"a{NUL}b"})
     assert page.status_code == 200 and page.context["page"].paginator.count == 0
-    assert member.get(reverse("dataset", args=[imported.pk]), {"q": "find"}).context[
+    assert owner_client.get(reverse("dataset", args=[imported.pk]), {"q": "find"}).context[
         "page"].paginator.count == 1  # fmt: skip
-    listing = member.get(reverse("datasets"), {"q": f"n{NUL}"})
+    listing = owner_client.get(reverse("datasets"), {"q": f"n{NUL}"})
     assert listing.status_code == 200 and listing.context["datasets"] == []
-    assert len(member.get(reverse("datasets"), {"q": "nu"}).context["datasets"]) == 1
+    assert len(owner_client.get(reverse("datasets"), {"q": "nu"}).context["datasets"]) == 1
     found = api.get(f"{BASE}/datasets", {"q": f"n{NUL}"})
     assert found.status_code == 200 and found.json()["datasets"] == []
 
@@ -228,23 +218,23 @@ def test_the_trace_list_answers_a_dataset_or_cursor_with_nul(api, imported):
     assert error_of(response)["details"] == {"field": "cursor", "rule": "cursor"}
 
 
-def test_metadata_filters_with_nul_find_what_was_stored(api, member, imported):
+def test_metadata_filters_with_nul_find_what_was_stored(api, owner_client, imported):
     traces = api.get(f"{BASE}/traces", {f"metadata.k{NUL}ey": f"v{NUL}al"}).json()["traces"]
     assert [t["metadata"]["task"] for t in traces] == ["t1"]
     assert api.get(f"{BASE}/traces", {f"metadata.k{NUL}ey": "val"}).json()["traces"] == []
     assert api.get(f"{BASE}/traces", {"metadata.task": f"t1{NUL}"}).json()["traces"] == []
-    page = member.get(reverse("dataset", args=[imported.pk]), {"meta": f"k{NUL}ey=v{NUL}al"})
+    page = owner_client.get(reverse("dataset", args=[imported.pk]), {"meta": f"k{NUL}ey=v{NUL}al"})
     assert page.status_code == 200 and page.context["page"].paginator.count == 1
-    page = member.get(reverse("dataset", args=[imported.pk]), {"meta": f"task{NUL}=t1"})
+    page = owner_client.get(reverse("dataset", args=[imported.pk]), {"meta": f"task{NUL}=t1"})
     assert page.status_code == 200 and page.context["page"].paginator.count == 0
 
 
 # --- the edge: paths, cookies, the admin ------------------------------------------------
 
 
-def test_a_path_with_nul_names_nothing(member, api, imported):
+def test_a_path_with_nul_names_nothing(owner_client, api, imported):
     trace = Trace.objects.filter(dataset=imported).first()
-    page = member.get(f"/t/{trace.pk}%00/")
+    page = owner_client.get(f"/t/{trace.pk}%00/")
     assert page.status_code == 404 and page["Content-Type"].startswith("text/html")
     response = api.get(f"{BASE}/traces/{trace.pk}%00")
     assert response.status_code == 404 and error_of(response)["code"] == "NOT_FOUND"

@@ -14,18 +14,20 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.contrib.contenttypes.models import ContentType
 from django.http import QueryDict
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from drf_spectacular.generators import SchemaGenerator
 
+from tests.conftest import user_in
 from tests.explorer.conftest import blocks_trace, import_traces
-from traces.models import ApiKey, Block, Image, Membership, Trace
+from traces.models import ApiKey, Block, Image, Trace
+from traces.services.annotations import annotation_create, label_create
 from traces.services.api_keys import api_key_create
 
-pytestmark = pytest.mark.django_db(transaction=False)
+# slow: sweeps every route with NUL in every place
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=False)]
 
 NUL = "\x00"
 METHODS = ("get", "post", "patch", "delete")
@@ -68,13 +70,16 @@ def _fill(whole: str, arguments: dict[str, str]) -> str:
 
 @pytest.fixture
 def world(org) -> dict[str, Any]:
-    user = get_user_model().objects.create_superuser("nul-admin", password="pw-nul-admin")
-    Membership.objects.create(user=user, organization=org, role="owner")
+    user = user_in(org, "nul-admin", "owner", is_staff=True, is_superuser=True)
     [trace] = import_traces(org, "nul-sweep", [blocks_trace()])
     image = Image.objects.get()
     created = api_key_create(organization=org, name="nul sweep", created_by=user)
     block = Block.objects.filter(trace=trace).first()
+    label = label_create(dataset=trace.dataset, name="gave up")
+    annotation = annotation_create(trace=trace, label="gave up", block_id=block.pk)
     return {
+        "label_id": label.pk,
+        "annotation_id": annotation.pk,
         "user": user,
         "trace": trace,
         "block": block,
@@ -95,6 +100,8 @@ def _object_id(name: str, world: dict[str, Any]) -> str:
         "traces_block": lambda: world["block"].pk,
         "traces_image": lambda: world["image"].pk,
         "traces_apikey": lambda: world["key_id"],
+        "traces_label": lambda: world["label_id"],
+        "traces_annotation": lambda: world["annotation_id"],
         "auth_user": lambda: world["user"].pk,
         "auth_group": lambda: world["user"].pk,
     }
@@ -111,6 +118,8 @@ def _arguments(name: str, names: list[str], world: dict[str, Any]) -> dict[str, 
         "trace_id": world["trace"].pk,
         "block_id": world["block"].pk,
         "key_id": world["key_id"],
+        "label_id": world["label_id"],
+        "annotation_id": world["annotation_id"],
         "sha256": world["image"].sha256,
         "image_id": str(world["image"].pk),
         "app_label": "traces",

@@ -3,8 +3,9 @@
 import pytest
 from django.contrib.auth.models import AnonymousUser, User
 
+from tests.conftest import user_in
 from traces.errors import Forbidden, NotFound
-from traces.models import Block, Dataset, Membership, Organization, Trace
+from traces.models import Block, Dataset, Membership, Trace
 from traces.policy import (
     Action,
     Actor,
@@ -21,13 +22,13 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def acme():
-    return Organization.objects.create(slug="acme", name="Acme")
+def acme(org):
+    return org
 
 
 @pytest.fixture
-def rival():
-    return Organization.objects.create(slug="rival", name="Rival")
+def rival(rival_org):
+    return rival_org
 
 
 @pytest.fixture
@@ -41,10 +42,7 @@ def public(rival):
 
 
 def person(org, role, name=None):
-    user = User.objects.create(username=name or role)
-    if org is not None:
-        Membership.objects.create(user=user, organization=org, role=role)
-    return Actor(user=user)
+    return Actor(user=user_in(org, name or role, role))
 
 
 def key(org, role):

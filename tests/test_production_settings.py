@@ -21,6 +21,8 @@ from django.db import connection
 
 from benchmarks.api_bench import database_url
 
+pytestmark = pytest.mark.slow  # each test starts the server or a check in a subprocess
+
 ROOT = Path(__file__).resolve().parents[1]
 DEV_KEY = "dev-insecure-trace-explorer-key-set-SECRET_KEY-in-production"
 # README.md, "Production": what a deployment sets.
@@ -71,6 +73,20 @@ def test_it_refuses_to_start_without_a_real_key_when_debug_is_off(env):
     result = run(["manage.py", "check"], **env)
     assert result.returncode != 0
     assert "ImproperlyConfigured: SECRET_KEY must be set" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["x" * 49 + "y", "ab" * 40, "short-but-random-8f3k2"],
+    ids=["few unique characters", "two characters repeated", "under 50 characters"],
+)
+def test_it_refuses_to_start_with_a_weak_key_when_debug_is_off(key):
+    """As Django's own check (security.W009): fewer than 50 characters or fewer than 5
+    unique ones is a weak key (harden F10d: it was accepted)."""
+    result = run(["manage.py", "check"], SECRET_KEY=key)
+    assert result.returncode != 0
+    assert "ImproperlyConfigured: SECRET_KEY is too weak" in result.stderr
+    assert key not in result.stderr  # never printed
 
 
 def test_it_starts_with_the_development_key_when_debug_is_on():
@@ -128,6 +144,15 @@ def test_gunicorn_is_sized_from_the_cores(monkeypatch):
     monkeypatch.setenv("GUNICORN_THREADS", "2")
     config = runpy.run_path(str(ROOT / "gunicorn.conf.py"))
     assert (config["workers"], config["threads"]) == (3, 2)
+
+
+def test_gunicorn_listens_on_the_loopback_by_default(monkeypatch):
+    """Behind a buffering proxy on the same machine (README, "Production"): gunicorn's
+    threads must never face slow clients directly (slowloris, harden F6)."""
+    monkeypatch.delenv("BIND", raising=False)
+    assert runpy.run_path(str(ROOT / "gunicorn.conf.py"))["bind"] == "127.0.0.1:8000"
+    monkeypatch.setenv("BIND", "10.1.2.3:9000")
+    assert runpy.run_path(str(ROOT / "gunicorn.conf.py"))["bind"] == "10.1.2.3:9000"
 
 
 def free_port() -> int:

@@ -8,12 +8,11 @@ import json
 
 import pytest
 from django.db import IntegrityError, transaction
-from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
 from tests.api.conftest import BASE, error_of, post_json
-from tests.explorer.conftest import blocks_trace, import_traces, make_user
+from tests.explorer.conftest import blocks_trace, import_traces
 from traces.errors import ImportFailed, ValidationFailed
 from traces.models import REWARD_LIMIT, Block, Dataset, Trace
 from traces.services.api_keys import api_key_create
@@ -203,35 +202,28 @@ HTMX = {"HTTP_HX_REQUEST": "true"}
 
 
 @pytest.fixture
-def member(org) -> Client:
-    client = Client()
-    client.force_login(make_user(org, "reward-member"))
-    return client
-
-
-@pytest.fixture
 def page_trace(org) -> Trace:
     return import_traces(org, "reward-form", [blocks_trace()])[0]
 
 
 @pytest.mark.parametrize("typed", ["1e200", "-1e13", "1000000000001", "1e400", "nan", "-inf"])
-def test_the_form_refuses_a_reward_out_of_range(member, page_trace, typed):
+def test_the_form_refuses_a_reward_out_of_range(member_client, page_trace, typed):
     block = page_trace.blocks.get(sub_type="THINK")
     for url in (f"/t/{page_trace.pk}/reward", f"/t/{page_trace.pk}/b/{block.pk}/reward"):
-        response = member.post(url, {"action": "set", "value": typed}, **HTMX)
+        response = member_client.post(url, {"action": "set", "value": typed}, **HTMX)
         assert response.status_code == 422
         html = response.content.decode()
         assert 'class="reward-error" role="alert"' in html
         assert f"The reward {RANGE_ERROR}" in html
-        no_js = member.post(url, {"action": "set", "value": typed})
+        no_js = member_client.post(url, {"action": "set", "value": typed})
         assert no_js.status_code == 422 and RANGE_ERROR in no_js.content.decode()
     page_trace.refresh_from_db()
     block.refresh_from_db()
     assert (page_trace.extra, page_trace.reward, block.extra) == ({}, 1.0, {})
 
 
-def test_the_form_keeps_the_largest_reward_in_range(member, page_trace):
-    response = member.post(f"/t/{page_trace.pk}/reward", {"action": "set", "value": "-1e12"})
+def test_the_form_keeps_the_largest_reward_in_range(member_client, page_trace):
+    response = member_client.post(f"/t/{page_trace.pk}/reward", {"action": "set", "value": "-1e12"})
     assert response.status_code == 302
     page_trace.refresh_from_db()
     assert (page_trace.extra, page_trace.reward) == ({"reward": -(10**12)}, -1e12)

@@ -41,6 +41,7 @@ def test_a_rate_has_one_of_five_heats(rate, tone):
     assert rate_tone(rate) == tone
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 def test_the_trace_page_and_the_dataset_page_colour_a_reward_alike(org, client):
     rewards = [1, 0, 0.5, 2]

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # each test starts Django in a subprocess
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

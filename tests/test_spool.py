@@ -9,10 +9,11 @@ import pytest
 from tests.conftest import as_file
 from tests.killed import killed_midway
 from tests.sqlite_lock import busy_timeout, sqlite_only, write_lock_held_elsewhere
+from traces.bulk import TRACE_COLUMNS, adapt_datetime
 from traces.errors import ImportFailed
 from traces.models import Block, Trace
 from traces.services.imports import trace_import
-from traces.spool import BATCH_BYTES, BATCH_ROWS, RecordSpool
+from traces.spool import BATCH_BYTES, BATCH_ROWS, RecordSpool, RowSpool
 
 LINES = b"".join(b'[{"role": "user", "content": "trace %d"}]\n' % n for n in range(30))
 
@@ -52,6 +53,44 @@ def test_a_large_record_goes_to_disk_at_once(temp_dir):
     assert spool.file.tell() > 4000  # written with the batch it ended
     assert list(spool) == [("small",), ("image", b"\x89PNG" * 1000)]
     spool.close()
+
+
+def test_rows_left_out_since_a_mark_are_not_written(org, temp_dir):
+    """A duplicate trace's rows, spooled before it was known to be one, are taken back
+    (or, once pickled with other rows on SQLite, skipped by their key at the write); the
+    rows before and after them are written, values with tabs, line breaks and
+    backslashes too."""
+    from django.utils import timezone
+
+    from traces.models import Dataset
+
+    dataset = Dataset.objects.create(organization=org, name="d")
+    spool = RowSpool(Trace._meta.db_table, TRACE_COLUMNS, key=4)  # key: the name here
+    now = adapt_datetime(timezone.now())
+    added = 0
+
+    def add(name: str) -> None:
+        nonlocal added
+        row = (f"tr_{added}", org.pk, dataset.pk, added, name, spool.json({}), spool.json({}),
+               None, 0, now, now)  # fmt: skip
+        spool.add(row)
+        added += 1
+
+    for _ in range(BATCH_ROWS - 1):
+        add("kept\tone\nline\\")
+    since = spool.mark()
+    add("across a batch")
+    add("across a batch")  # the batch is pickled with the first of these on SQLite
+    spool.leave_out("across a batch", since)
+    since = spool.mark()
+    add("in the batch")
+    spool.leave_out("in the batch", since)
+    add("last")
+    assert spool.count == BATCH_ROWS
+    spool.insert()
+    spool.close()
+    names = list(Trace.objects.order_by("index").values_list("name", flat=True))
+    assert names == ["kept\tone\nline\\"] * (BATCH_ROWS - 1) + ["last"]
 
 
 def test_a_successful_import_leaves_nothing(org, temp_dir):

@@ -3,8 +3,8 @@
 import pytest
 from django.db import connection, transaction
 
-from tests.explorer.conftest_dataset import *  # noqa: F403 (fixtures: ui_org, members_client...)
-from tests.explorer.conftest_dataset import chat, import_lines, user_in
+from tests.conftest import user_in
+from tests.explorer.conftest import airline_dataset, chat, import_lines
 from traces.models import Block, Dataset, Trace
 from traces.policy import Actor, datasets_readable
 from traces.selectors.search import traces_matching
@@ -25,6 +25,11 @@ from traces.selectors.stats import (
     with_first_user_message,
 )
 from traces.services.annotations import block_extra_update, trace_extra_update
+
+
+@pytest.fixture
+def tasks_dataset(org) -> Dataset:
+    return airline_dataset(org)
 
 
 def rewarded(org, name, rewards, **meta):
@@ -62,13 +67,13 @@ def test_pass_formulas():
     assert pass_at_k(2, 1, 3) is None and pass_hat_k(2, 1, 3) is None  # fewer trials than k
 
 
-def test_groups_with_fewer_trials_are_left_out_of_the_mean_for_that_k(ui_org):
+def test_groups_with_fewer_trials_are_left_out_of_the_mean_for_that_k(org):
     traces = [
         {"messages": chat("q"), "metadata": {"task_id": t, "reward": r}}
         for t, r in [("x", 1), ("x", 0), ("y", 1), ("z", 0)]
     ]
     traces.append({"messages": chat("q"), "metadata": {"reward": 1}})  # no task id
-    dataset = import_lines(ui_org, "uneven", traces)
+    dataset = import_lines(org, "uneven", traces)
     table = rewards_by_key(traces=dataset.traces.all(), key="task_id")
     assert table.ks == [1, 2]
     assert [g.value for g in table.groups] == ["x", "y", "z", None]
@@ -78,16 +83,16 @@ def test_groups_with_fewer_trials_are_left_out_of_the_mean_for_that_k(ui_org):
     assert table.groups_counted == [3, 1]
 
 
-def test_k_is_at_most_five(ui_org):
+def test_k_is_at_most_five(org):
     traces = [{"messages": chat("q"), "metadata": {"task_id": "t", "reward": 1}}] * 7
-    dataset = import_lines(ui_org, "many-trials", traces)
+    dataset = import_lines(org, "many-trials", traces)
     assert rewards_by_key(traces=dataset.traces.all(), key="task_id").ks == [1, 2, 3, 4, 5]
 
 
-def test_group_values_sort_naturally_and_keep_their_type(ui_org):
+def test_group_values_sort_naturally_and_keep_their_type(org):
     values = ["t-10", "t-2", 7, True, {"a": 1}]
     traces = [{"messages": chat("q"), "metadata": {"k": v, "reward": 1}} for v in values]
-    dataset = import_lines(ui_org, "typed", traces)
+    dataset = import_lines(org, "typed", traces)
     table = rewards_by_key(traces=dataset.traces.all(), key="k")
     assert [g.value for g in table.groups] == [7, "t-2", "t-10", True, {"a": 1}]
     assert [g.filter_value for g in table.groups] == ["7", "t-2", "t-10", "true", '{"a":1}']
@@ -98,55 +103,55 @@ def test_group_values_sort_naturally_and_keep_their_type(ui_org):
         assert found.count() == 1, group
 
 
-def test_summary_and_accuracy(tasks_dataset, ui_org):
+def test_summary_and_accuracy(tasks_dataset, org):
     summary = reward_summary(traces=tasks_dataset.traces.all())
     assert (summary.traces, summary.rewarded, summary.successes) == (6, 6, 2)
     assert summary.binary and summary.accuracy == pytest.approx(1 / 3)
-    partial = rewarded(ui_org, "partial", [0, 0.5, 1, None])
+    partial = rewarded(org, "partial", [0, 0.5, 1, None])
     summary = reward_summary(traces=partial.traces.all())
     assert (summary.traces, summary.rewarded) == (4, 3)
     assert not summary.binary and summary.accuracy == pytest.approx(0.5)
-    scores = rewarded(ui_org, "scores", [3, 7, -1])
+    scores = rewarded(org, "scores", [3, 7, -1])
     assert reward_summary(traces=scores.traces.all()).accuracy is None  # not within 0..1
     assert reward_summary(traces=scores.traces.all()).mean == pytest.approx(3)
     empty = reward_summary(traces=Trace.objects.none())
     assert empty.traces == 0 and empty.accuracy is None
 
 
-def test_histogram_kinds(ui_org):
-    binary = rewarded(ui_org, "binary", [1, 1, 0, True, None])
+def test_histogram_kinds(org):
+    binary = rewarded(org, "binary", [1, 1, 0, True, None])
     h = reward_histogram(traces=binary.traces.all())
     assert h.kind == "binary" and [(b.label, b.count) for b in h.bins] == [("0", 1), ("1", 3)]
     assert h.unrewarded == 1
-    unit = rewarded(ui_org, "unit", [0, 0.05, 0.1, 0.15, 0.5, 0.99, 1.0, 1.0])
+    unit = rewarded(org, "unit", [0, 0.05, 0.1, 0.15, 0.5, 0.99, 1.0, 1.0])
     h = reward_histogram(traces=unit.traces.all())
     assert h.kind == "unit" and len(h.bins) == 10
     assert [b.count for b in h.bins] == [2, 2, 0, 0, 0, 1, 0, 0, 0, 3]
     assert h.bins[-1].closed and "inclusive" in h.bins[-1].title
-    integers = rewarded(ui_org, "integers", [0, 2, 2, 5])
+    integers = rewarded(org, "integers", [0, 2, 2, 5])
     h = reward_histogram(traces=integers.traces.all())
     assert h.kind == "integer" and [b.label for b in h.bins] == ["0", "1", "2", "3", "4", "5"]
     assert [b.count for b in h.bins] == [1, 0, 2, 0, 0, 1]
-    spread = rewarded(ui_org, "spread", [-10, -2.5, 0, 33.3, 90])
+    spread = rewarded(org, "spread", [-10, -2.5, 0, 33.3, 90])
     h = reward_histogram(traces=spread.traces.all())
     assert h.kind == "range" and len(h.bins) == 10 and sum(b.count for b in h.bins) == 5
     assert h.bins[0].count == 2 and h.bins[-1].count == 1  # -10, -2.5 | 90 (the top, closed)
-    none = rewarded(ui_org, "none", [None, None])
+    none = rewarded(org, "none", [None, None])
     h = reward_histogram(traces=none.traces.all())
     assert h.kind == "empty" and h.bins == [] and h.unrewarded == 2
 
 
-def test_metadata_keys_and_default(tasks_dataset, ui_org):
+def test_metadata_keys_and_default(tasks_dataset, org):
     keys = metadata_keys(traces=tasks_dataset.traces.all())
     assert keys == ["name", "reward", "task_id", "trial"]
     assert default_group_key(keys) == "task_id"
     assert default_group_key(["name", "instance_id"]) == "instance_id"
     assert default_group_key(["name", "reward"]) is None
-    other = rewarded(ui_org, "other", [1], zeta=1)
+    other = rewarded(org, "other", [1], zeta=1)
     assert metadata_keys(traces=other.traces.all()) == ["reward", "zeta"]  # per dataset
 
 
-def test_metadata_value_filter_is_exact(ui_org):
+def test_metadata_value_filter_is_exact(org):
     metas = [
         {"task_id": "7"},
         {"task_id": 7},
@@ -160,7 +165,7 @@ def test_metadata_value_filter_is_exact(ui_org):
         {"task_id": "X"},
     ]
     traces = [{"messages": chat("q"), "metadata": m} for m in metas]
-    dataset = import_lines(ui_org, "filters", traces)
+    dataset = import_lines(org, "filters", traces)
     all_traces = dataset.traces.all()
 
     def indexes(key, value):
@@ -188,6 +193,16 @@ def test_text_search(tasks_dataset):
     assert traces_matching(traces=traces, text="  ").count() == 6
 
 
+def test_quoted_search_text_finds_what_it_finds_unquoted(tasks_dataset):
+    # Readers type quotes as in a web search; stored payloads are JSON text, so quotes
+    # kept in the pattern matched nothing on SQLite.
+    traces = tasks_dataset.traces.all()
+    assert traces_matching(traces=traces, text='"search_flights"').count() == 6
+    assert traces_matching(traces=traces, text=' "search_flights" ').count() == 6
+    assert traces_matching(traces=traces, text='"nothing-like-this"').count() == 0
+    assert traces_matching(traces=traces, text='""').count() == 6
+
+
 def test_annotated_filter(tasks_dataset):
     traces = list(tasks_dataset.traces.order_by("index"))
     trace_extra_update(trace=traces[0], extra={"note": "looked at it"})
@@ -200,13 +215,13 @@ def test_annotated_filter(tasks_dataset):
     assert sorted(not_annotated.values_list("index", flat=True)) == [2, 3, 4, 5]
 
 
-def test_first_user_message_and_tools_in_one_query(ui_org, django_assert_num_queries):
+def test_first_user_message_and_tools_in_one_query(org, django_assert_num_queries):
     traces = [
         {"messages": [{"role": "system", "content": "Be brief."}, *chat("Hello there", "b", "a")]},
         {"messages": [{"role": "user", "content": [{"type": "text", "text": "parts"}]}]},
         {"messages": [{"role": "assistant", "content": "no user"}]},
     ]
-    dataset = import_lines(ui_org, "first", traces)
+    dataset = import_lines(org, "first", traces)
     found = list(with_first_user_message(dataset.traces.order_by("index")))
     assert [message_text(t.first_user_payload) for t in found] == ["Hello there", "parts", ""]
     with django_assert_num_queries(1):
@@ -214,15 +229,16 @@ def test_first_user_message_and_tools_in_one_query(ui_org, django_assert_num_que
     assert tools == {found[0].pk: ["a", "b"]}
 
 
-def test_dataset_stats_are_not_multiplied_by_memberships(ui_org, ui_rival):
-    public = rewarded(ui_rival, "public-one", [1, 0, 1])
+@pytest.mark.slow
+def test_dataset_stats_are_not_multiplied_by_memberships(org, rival_org):
+    public = rewarded(rival_org, "public-one", [1, 0, 1])
     public.is_public = True
     public.save()
-    mine = rewarded(ui_org, "mine", [0.5])
-    viewer = user_in(ui_org, "reader")
+    mine = rewarded(org, "mine", [0.5])
+    viewer = user_in(org, "reader")
     for n in range(3):  # more people in both organizations
-        user_in(ui_rival, f"rival-{n}")
-        user_in(ui_org, f"colleague-{n}")
+        user_in(rival_org, f"rival-{n}")
+        user_in(org, f"colleague-{n}")
     rows = {d.name: d for d in datasets_with_stats(datasets=datasets_readable(Actor(user=viewer)))}
     assert set(rows) == {"public-one", "mine"}
     assert rows["public-one"].trace_count == 3 and rows["public-one"].rewarded == 3
@@ -232,7 +248,7 @@ def test_dataset_stats_are_not_multiplied_by_memberships(ui_org, ui_rival):
     assert mine.pk in {d.pk for d in Dataset.objects.all()}
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="the GIN index is PostgreSQL's")
+@pytest.mark.postgres  # the GIN index is PostgreSQL's
 def test_full_text_search_uses_the_gin_index(tasks_dataset):
     traces = tasks_dataset.traces.all()
     assert traces_matching(traces=traces, text="book flight").count() == 6
@@ -246,7 +262,7 @@ def test_full_text_search_uses_the_gin_index(tasks_dataset):
     assert "block_payload_fts" in plan, plan
 
 
-def test_a_nul_in_metadata_or_arguments_breaks_no_statistic(ui_org):
+def test_a_nul_in_metadata_or_arguments_breaks_no_statistic(org):
     """PostgreSQL's JSON functions refuse U+0000; one trace holding it must not break the
     dataset's keys, groups, filters or tool lists."""
     events = chat("hi")
@@ -254,7 +270,7 @@ def test_a_nul_in_metadata_or_arguments_breaks_no_statistic(ui_org):
     call = {"id": "c", "type": "function", "function": function}
     events.insert(1, {"role": "assistant", "content": None, "tool_calls": [call]})
     events.insert(2, {"role": "tool", "tool_call_id": "c", "content": "ok"})
-    dataset = import_lines(ui_org, "nul", [
+    dataset = import_lines(org, "nul", [
         {"messages": events, "metadata": {"task_id": "t\u0000", "k\u0000": 1, "reward": 1}},
         {"messages": chat("other"), "metadata": {"task_id": "plain", "reward": 0}},
     ])  # fmt: skip
@@ -267,11 +283,11 @@ def test_a_nul_in_metadata_or_arguments_breaks_no_statistic(ui_org):
     assert "nul_tool" in sum(tools_used(trace_ids=ids).values(), [])
 
 
-def test_the_one_query_distribution_gives_the_same_summary_and_histogram(ui_org):
+def test_the_one_query_distribution_gives_the_same_summary_and_histogram(org):
     from traces.selectors.stats import reward_distribution
 
     for name, rewards in (("binary", [1, 0, 1, None]), ("partial", [0.05, 0.5, 0.55, 1, 1])):
-        traces = rewarded(ui_org, name, rewards).traces.all()
+        traces = rewarded(org, name, rewards).traces.all()
         distribution = reward_distribution(traces=traces)
         fast = reward_summary(traces=traces, distribution=distribution)
         slow = reward_summary(traces=traces)

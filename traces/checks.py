@@ -33,6 +33,19 @@ class Limits:
             tool_result=settings.LIMIT_TOOL_RESULT_BYTES,
         )
 
+    @classmethod
+    def for_import(cls) -> "Limits":
+        """A file import is a record of what happened (DESIGN.md "imports keep real logs
+        whole"): a message of any role may be up to LIMIT_IMPORT_MESSAGE_BYTES (by default
+        the tool-result limit); the blocks API keeps spec/004's limits."""
+        limits = cls.from_settings()
+        return cls(
+            message=settings.LIMIT_IMPORT_MESSAGE_BYTES,
+            think=limits.think,
+            tool_args=limits.tool_args,
+            tool_result=limits.tool_result,
+        )
+
 
 @dataclass(frozen=True)
 class ParentInfo:

@@ -57,3 +57,11 @@ def block_id() -> str:
 
 def api_key_id() -> str:
     return new_id("key")
+
+
+def label_id() -> str:
+    return new_id("lb")
+
+
+def annotation_id() -> str:
+    return new_id("an")

@@ -61,6 +61,11 @@ def _checked_int(text: str) -> int:
 def loads(text: str | bytes, *, max_depth: int = MAX_DOCUMENT_DEPTH) -> Any:
     """Parse JSON; refuse what could not come back unchanged (NaN, >64-bit integers) and
     what nests deeper than `max_depth` (JsonTooDeep)."""
+    return loads_with_depth(text, max_depth=max_depth)[0]
+
+
+def loads_with_depth(text: str | bytes, *, max_depth: int = MAX_DOCUMENT_DEPTH) -> tuple[Any, int]:
+    """`loads`, and how deeply the value nests (found on the way, at no extra cost)."""
     try:
         value = orjson.loads(text)
     except orjson.JSONDecodeError as exc:
@@ -74,7 +79,7 @@ def loads(text: str | bytes, *, max_depth: int = MAX_DOCUMENT_DEPTH) -> Any:
         # orjson turns integers beyond 64 bits into floats, silently losing digits;
         # only then is the text parsed again by a parser that can tell.
         json.loads(text, parse_int=_checked_int)
-    return value
+    return value, deepest
 
 
 def _walk(value: Any) -> tuple[int, bool]:

@@ -107,6 +107,12 @@ class Trace(models.Model):
     # Blocks per sub type, and orphans under "ORPHAN" (traces/order.py), kept by every
     # write so that the trace page never counts the trace's blocks.
     block_counts = JSONTextField(default=dict, db_default={}, blank=True)
+    # How many of its TOOL_RESULT blocks are tool errors (Block.is_error).
+    tool_errors = models.IntegerField(default=0, db_default=0)
+    # SHA-256 of what an import stored (name, metadata, every block): importing the same
+    # trace into the same dataset again is skipped (pass@k must never count copies).
+    # Empty for a trace made through the API.
+    content_hash = models.CharField(max_length=64, blank=True, default="", db_default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -127,6 +133,7 @@ class Trace(models.Model):
             models.Index(fields=["dataset", "index"]),
             models.Index(fields=["dataset", "reward"]),
             models.Index(fields=["organization", "created_at"]),
+            models.Index(fields=["dataset", "content_hash"], name="trace_dataset_content_hash"),
         ]
 
     def __str__(self) -> str:
@@ -158,6 +165,10 @@ class Block(models.Model):
     # them under one call are legal (spec/004), so the constraint skips NULLs.
     call_id = models.CharField(max_length=256, null=True, blank=True)
     result_seq = models.BigIntegerField(null=True, blank=True)
+    # A TOOL_RESULT the format marks as a tool error (Inspect's `error`, tau2's `error:
+    # true`, a tool message flagged as error). A database default, so that bulk writes
+    # that do not name the column store False.
+    is_error = models.BooleanField(default=False, db_default=False)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
     # Its place in the stitched order (traces/order.py), set when it is written: a page
@@ -196,6 +207,12 @@ class Block(models.Model):
                 name="block_stitched_order",
             ),
             models.Index(fields=["trace", "number"], name="block_number"),
+            # A trace's tool errors: few, so only they are indexed.
+            models.Index(
+                fields=["trace", "created_at", "id"],
+                condition=Q(is_error=True),
+                name="block_tool_errors",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -264,3 +281,60 @@ class ApiKey(models.Model):
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.name or 'unnamed'})"
+
+
+class Label(models.Model):
+    """A word of a dataset's own vocabulary of failure labels ("wrong tool", "gave up"),
+    which its annotations tag traces and blocks with."""
+
+    id = models.CharField(primary_key=True, max_length=32, default=ids.label_id, editable=False)
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="labels")
+    name = models.CharField(max_length=100)
+    description = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["dataset", "name"], name="label_name_unique")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Annotation(models.Model):
+    """The one model of what a reader says about a trace or one of its blocks: a label of
+    the dataset's vocabulary, a free comment, or both. A reward stays in `extra`
+    (DESIGN.md), the spec's place for it."""
+
+    id = models.CharField(
+        primary_key=True, max_length=32, default=ids.annotation_id, editable=False
+    )
+    # No index of its own: annotation_trace starts with trace_id.
+    trace = models.ForeignKey(
+        Trace, on_delete=models.CASCADE, related_name="annotations", db_index=False
+    )
+    block = models.ForeignKey(
+        Block, on_delete=models.CASCADE, related_name="annotations", null=True, blank=True
+    )
+    label = models.ForeignKey(
+        Label, on_delete=models.CASCADE, related_name="annotations", null=True, blank=True
+    )
+    comment = models.TextField(blank=True, default="")
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
+    )
+    api_key = models.ForeignKey(ApiKey, on_delete=models.SET_NULL, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(label__isnull=False) | ~Q(comment=""),
+                name="annotation_label_or_comment",
+            ),
+        ]
+        indexes = [models.Index(fields=["trace", "created_at"], name="annotation_trace")]
+
+    def __str__(self) -> str:
+        return self.id

@@ -18,6 +18,7 @@ drafts) and the blocks API (with `TraceOrder.from_trace`). `count_places` gives 
 per-kind counts kept on the Trace row (`block_counts`).
 """
 
+from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -82,22 +83,44 @@ def place_block(
     return Place(parent_place.turn, parent_place.act, step)
 
 
+class Placer:
+    """Places a new trace's blocks one at a time, in creation order, each given with the
+    index of its parent among them: what an import does while it streams a trace. Keeps
+    what a later block may need of each block in arrays (9 bytes a block), and the
+    per-kind counts (`counts`, as count_places gives them)."""
+
+    def __init__(self) -> None:
+        self.order = TraceOrder()
+        self._kinds = array("B")  # index in kinds.SUB_TYPES
+        self._turns = array("i")  # -1: an orphan
+        self._acts = array("i")
+        self.counts = count_places((), ())
+
+    def add(self, sub_type: str, parent: int | None, result_seq: int | None) -> Place:
+        parent_sub_type = parent_place = None
+        if parent is not None and 0 <= parent < len(self._kinds):
+            parent_sub_type = kinds.SUB_TYPES[self._kinds[parent]]
+            turn = self._turns[parent]
+            parent_place = Place(None if turn < 0 else turn, self._acts[parent])
+        place = place_block(
+            sub_type=sub_type, result_seq=result_seq, parent_sub_type=parent_sub_type,
+            parent_place=parent_place, order=self.order,
+        )  # fmt: skip
+        self._kinds.append(_KIND_INDEX[sub_type])
+        self._turns.append(-1 if place.turn is None else place.turn)
+        self._acts.append(place.act)
+        self.counts[ORPHANS if place.turn is None else sub_type] += 1
+        return place
+
+
+_KIND_INDEX = {sub_type: n for n, sub_type in enumerate(kinds.SUB_TYPES)}
+
+
 def stitched_places(blocks: Sequence[tuple[str, int | None, int | None]]) -> list[Place]:
     """The places of a new trace's blocks, given in creation order as (sub_type, index
     of the parent among them or None, result_seq)."""
-    order = TraceOrder()
-    places: list[Place] = []
-    for sub_type, parent, seq in blocks:
-        parent_sub_type = parent_place = None
-        if parent is not None and 0 <= parent < len(places):
-            parent_sub_type, parent_place = blocks[parent][0], places[parent]
-        places.append(
-            place_block(
-                sub_type=sub_type, result_seq=seq, parent_sub_type=parent_sub_type,
-                parent_place=parent_place, order=order,
-            )
-        )  # fmt: skip
-    return places
+    placer = Placer()
+    return [placer.add(sub_type, parent, seq) for sub_type, parent, seq in blocks]
 
 
 def count_places(

@@ -4,7 +4,9 @@ An actor is anonymous, a signed-in user (a role in each organization they belong
 an API key (its organization, with the role it was made with). Roles: a viewer reads; a
 member also writes (traces, blocks, rewards, uploads, a dataset's description and
 metadata); an owner also manages (a dataset's visibility, name and deletion, keys,
-members). A public dataset, with its traces, blocks and images, is readable by anyone.
+members). Labels and comments are written by members; a dataset's vocabulary of labels
+grows by members, and shrinks by owners (removing a label removes every tag using it).
+A public dataset, with its traces, blocks and images, is readable by anyone.
 
 What an actor may not do answers 404 (NotFound) when the object belongs to an
 organization the actor has no role in, so that nothing of it can be learned, and 403
@@ -18,7 +20,16 @@ from typing import Any
 from django.db.models import QuerySet
 
 from traces.errors import Forbidden, NotFound
-from traces.models import ApiKey, Block, Dataset, Membership, Organization, Trace
+from traces.models import (
+    Annotation,
+    ApiKey,
+    Block,
+    Dataset,
+    Label,
+    Membership,
+    Organization,
+    Trace,
+)
 
 Role = Membership.Role
 
@@ -79,11 +90,18 @@ def _owner_of(obj: Any) -> tuple[int, bool]:
         return _owner_of(obj.trace)
     if isinstance(obj, ApiKey):
         return obj.organization_id, False
+    if isinstance(obj, Label):
+        return _owner_of(obj.dataset)
+    if isinstance(obj, Annotation):
+        return _owner_of(obj.trace)
     raise TypeError(f"no access rule for {type(obj).__name__}")
 
 
 def allows(actor: Actor, action: Action, obj: Any = None) -> bool:
-    """May `actor` do `action` to `obj` (an organization, dataset, trace, block or key)?"""
+    """May `actor` do `action` to `obj` (an organization, dataset, trace, block, key, label
+    or annotation)? A label is its dataset's, an annotation its trace's: members tag
+    traces, add labels to a vocabulary and delete annotations; removing a label from a
+    vocabulary (with every tag using it) is the owners' call."""
     if action is Action.ADMIN:
         return actor.is_superuser
     organization_id, public = _owner_of(obj)
@@ -93,7 +111,14 @@ def allows(actor: Actor, action: Action, obj: Any = None) -> bool:
     return action in ALLOWED[role]
 
 
-_KINDS = {Dataset: "dataset", Trace: "trace", Block: "block", ApiKey: "API key"}
+_KINDS = {
+    Dataset: "dataset",
+    Trace: "trace",
+    Block: "block",
+    ApiKey: "API key",
+    Label: "label",
+    Annotation: "annotation",
+}
 _WHO = {Action.WRITE: "owners and members", Action.MANAGE: "owners"}
 _VERBS = {Action.WRITE: "change", Action.MANAGE: "manage"}
 

@@ -9,7 +9,9 @@ stays flat however many rows an upload has.
 - `RowSpool`: the rows of one table, written with the database's bulk path. On
   PostgreSQL the file holds COPY's text format and is streamed into COPY as it is; on
   SQLite it holds tuples streamed into one `executemany`. JSON columns are given as
-  `RowSpool.json(value)` makes them: UTF-8 bytes for COPY, text for SQLite.
+  `RowSpool.json(value)` makes them: UTF-8 bytes for COPY, text for SQLite. Rows
+  spooled before it was known that they are not wanted (a duplicate trace's blocks) are
+  left out of the write by the value of their key column (`leave_out`).
 """
 
 import pickle
@@ -99,9 +101,12 @@ def _copy_field(file, value: Any) -> None:
 
 
 class RowSpool:
-    def __init__(self, table: str, columns: Sequence[str]) -> None:
+    def __init__(self, table: str, columns: Sequence[str], key: int = 1) -> None:
+        """`key`: the index of the column `leave_out` names rows by (an id)."""
         self.table = table
         self.columns = tuple(columns)
+        self.key = key
+        self.left_out: set[str] = set()
         self.copy_text = connection.vendor == "postgresql"
         # JSON text as the rows take it (raises TypeError for what JSON cannot keep).
         self.json = orjson.dumps if self.copy_text else jsontext.dumps
@@ -121,12 +126,37 @@ class RowSpool:
             _copy_field(file, value)
         file.write(b"\n")
 
+    def mark(self) -> tuple[int, int, int]:
+        """Where the spool is now: `leave_out` takes back the rows added after it."""
+        return self.records.file.tell(), len(self.records._batch), self.count
+
+    def leave_out(self, key: str, since: tuple[int, int, int]) -> None:
+        """The rows added since the mark `since`, all with `key` in the key column, are
+        not written. They are taken back from the spool (COPY text: the file is cut back;
+        records: those still in the batch), or, once pickled with other rows, named by
+        their key and skipped at the write."""
+        position, batch, count = since
+        file, records = self.records.file, self.records
+        if self.copy_text:
+            file.seek(position)
+            file.truncate()
+        elif file.tell() == position:  # not pickled yet: still in the batch
+            records.count -= len(records._batch) - batch
+            del records._batch[batch:]
+        else:
+            self.left_out.add(key)
+        self.count = count
+
     def insert(self) -> None:
-        """Write every row into the table, in the current transaction."""
+        """Write every row into the table (but those left out), in the current
+        transaction."""
         if not self.count:
             return
         if not self.copy_text:
-            insert_rows(self.table, self.columns, iter(self.records))
+            rows = iter(self.records)
+            if self.left_out:
+                rows = (row for row in rows if row[self.key] not in self.left_out)
+            insert_rows(self.table, self.columns, rows)
             return
         qn = connection.ops.quote_name
         cols = ", ".join(qn(c) for c in self.columns)

@@ -80,6 +80,7 @@ def validate_block(
     block_type: Any = None,
     ctx: Context | None = None,
     strict: bool = True,
+    depth_checked: bool = False,
 ) -> ValidBlock:
     """Validate one block; raise a TraceStoreError naming the field and rule.
 
@@ -87,11 +88,13 @@ def validate_block(
     what the payload must hold. `strict` is the blocks API (spec/004 exactly); imports of
     chat-format files pass strict=False, which keeps other roles and unparsed tool
     arguments (DESIGN.md, "Decision, roles" and "what a model produced is never refused").
+    `depth_checked`: the caller knows that the payload nests within jsontext.MAX_DEPTH.
     """
     sub_type, block_type = block_type_for(sub_type, block_type)
     if not isinstance(payload, dict):
         raise fail("payload must be an object", "payload", "type")
-    check_json_depth(payload, "payload")
+    if not depth_checked:
+        check_json_depth(payload, "payload")
     check_parent(sub_type, parent)
     check = kinds.BY_SUB_TYPE[sub_type].check
     return check(payload, CheckInput(limits, ctx or Context(), strict, parent))

@@ -9,7 +9,7 @@ from django.utils.safestring import SafeString, mark_safe
 from explorer.render.context import Context
 from explorer.render.fold import Budget
 from explorer.render.images import image_html, image_ref
-from explorer.render.json import json_html, parse_json_text
+from explorer.render.json import json_html, looks_like_json, parse_json_text
 from explorer.render.markdown import markdown_block
 from explorer.render.text import text_html
 
@@ -67,9 +67,11 @@ def output_html(value: Any, budget: Budget, ctx: Context) -> tuple[str, list[str
     if isinstance(value, str):
         if image_ref(value):
             return image_html(value, ctx) or "", badges
-        parsed = parse_json_text(value)
+        parsed = parse_json_text(value, budget.effort)
         if parsed is not None:
             return json_html(parsed, budget), badges
+        if looks_like_json(value) and not budget.effort.may_parse_json(value):
+            badges.append("JSON shown as text")
         if value == "":
             return '<p class="no-text">empty output</p>', badges
         if "\r\n" in value:

@@ -13,12 +13,17 @@ and colouring JSON up to ~1.5 µs per character. Three bounds keep the total sma
 1. Each call is small enough that its worst case is about 0.1 s: code is highlighted up
    to its language's size (at most HIGHLIGHT_MAX_CHARS), a Markdown text is parsed up to
    MARKDOWN_MAX_CHARS and each of its paragraphs (inline runs) up to
-   MARKDOWN_INLINE_MAX_CHARS, JSON is coloured up to JSON_RICH_MAX_CHARS. Anything larger
-   is shown as plain preformatted text (a long paragraph as plain text in its place).
+   MARKDOWN_INLINE_MAX_CHARS, JSON is coloured up to JSON_RICH_MAX_CHARS, and a string that
+   holds JSON text (a tool's output) is parsed to be shown as JSON only up to
+   JSON_PARSE_MAX_CHARS (parsing allocates: up to ~0.4 µs a character, so a 2 MB output of
+   `[[],[],...]` took 0.8 s). Anything larger is shown as plain preformatted text (a long
+   paragraph as plain text in its place).
 2. A response highlights at most HIGHLIGHT_PAGE_CHARS characters of code in all.
 3. A response may spend RICH_SECONDS of its thread's CPU time before the rest of what it
-   formats is shown as plain text. Ordinary content does not meet this bound (a page of
-   150 rows of prose and code formats in a few tens of milliseconds); crafted content
+   formats is shown as plain text, and before it stops decoding blocks larger than
+   DECODE_FREE_CHARS (their stored JSON; such a block is then a link to its own view).
+   Ordinary content does not meet this bound (a page of 150 rows of prose and code
+   formats in a few tens of milliseconds); crafted content
    meets it after a few blocks, and the page still opens, plainly.
 
 Plain text (escaping, control characters made visible) runs at C speed and is not
@@ -34,6 +39,10 @@ HIGHLIGHT_PAGE_CHARS = 60_000
 MARKDOWN_MAX_CHARS = 20_000
 MARKDOWN_INLINE_MAX_CHARS = 4_000
 JSON_RICH_MAX_CHARS = 100_000
+JSON_PARSE_MAX_CHARS = 100_000
+# A block's stored JSON up to this size is always decoded for a page (~1 ms at worst);
+# larger only while the response has time left (a 2 MB payload may take 0.3 s).
+DECODE_FREE_CHARS = 2_000
 RICH_SECONDS = 0.3
 
 
@@ -66,3 +75,11 @@ class Effort:
 
     def may_colour_json(self, text: str) -> bool:
         return len(text) <= JSON_RICH_MAX_CHARS and self.left()
+
+    def may_decode(self, text: str) -> bool:
+        """Whether a block's stored JSON may be decoded to be shown."""
+        return len(text) <= DECODE_FREE_CHARS or self.left()
+
+    def may_parse_json(self, text: str) -> bool:
+        """Whether JSON text may be parsed to be shown as JSON (else it is plain text)."""
+        return len(text) <= JSON_PARSE_MAX_CHARS and self.left()

@@ -6,6 +6,7 @@ from typing import Any
 
 import orjson
 
+from explorer.render.effort import Effort
 from explorer.render.fold import Budget
 from explorer.render.text import BIDI, BIDI_CODES, esc
 from traces import jsontext
@@ -92,10 +93,15 @@ def json_html(value: Any, budget: Budget, *, css: str = "") -> str:
     return f'<pre class="{classes}">{highlight_json(shown) if rich else esc(shown)}{mark}</pre>'
 
 
-def parse_json_text(text: str) -> Any:
-    """The object or array a string holds, else None."""
+def looks_like_json(text: str) -> bool:
     head = text[:64].lstrip()
-    if not head or head[0] not in "[{":
+    return bool(head) and head[0] in "[{"
+
+
+def parse_json_text(text: str, effort: Effort) -> Any:
+    """The object or array a string holds, else None; None too when the text is larger
+    than `effort` lets a response parse (it is then shown as plain text)."""
+    if not looks_like_json(text) or not effort.may_parse_json(text):
         return None
     try:
         value = jsontext.loads(text)

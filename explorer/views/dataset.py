@@ -19,7 +19,8 @@ from explorer.access import actor, policy_errors
 from explorer.views.base import clean_url, htmx_target, render_page
 from traces.policy import Action, allows
 from traces.selectors.access import dataset_for
-from traces.selectors.datasets import dataset_export_filename, dataset_traces
+from traces.selectors.annotations import label_counts, labels_of
+from traces.selectors.datasets import dataset_export_disposition, dataset_traces
 from traces.selectors.exports import EXPORT_FORMATS, dataset_export_lines
 from traces.selectors.stats import (
     reward_distribution,
@@ -50,6 +51,7 @@ def dataset_page(request, dataset_id: str):
         "reward_choices": view_models.REWARD_CHOICES,
         "annotated_choices": view_models.ANNOTATED_CHOICES,
         "sort_choices": SORT_CHOICES,
+        "label_choices": [label.name for label in labels_of(dataset=dataset)],
     }
     target = htmx_target(request)
     if target == "groups":
@@ -92,8 +94,11 @@ def _summary_context(request, dataset, all_traces) -> dict[str, Any]:
         "histogram": histogram,
         "chart": view_models.histogram_bars(histogram),
         "metadata_items": view_models.metadata_items(dataset.metadata),
+        "metadata_hidden": view_models.metadata_hidden(dataset.metadata),
+        "metadata_raw_url": reverse("api-dataset", args=[dataset.organization.slug, dataset.pk]),
         "can_upload": allows(actor(request), Action.WRITE, dataset),
         "can_manage": allows(actor(request), Action.MANAGE, dataset),
+        "label_counts": label_counts(dataset=dataset),
     }
 
 
@@ -109,8 +114,7 @@ def dataset_export(request, dataset_id: str):
     response = StreamingHttpResponse(
         dataset_export_lines(dataset=dataset, fmt=fmt), content_type="application/x-ndjson"
     )
-    filename = dataset_export_filename(dataset=dataset, fmt=fmt)
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    response["Content-Disposition"] = dataset_export_disposition(dataset=dataset, fmt=fmt)
     return response
 
 

@@ -1,8 +1,9 @@
 """A trace's page: the stitched tree of its blocks, read as a conversation in three
 lanes, MESSAGE | ACT | OBSERVE; a block's page; rewards on the trace and its blocks.
 
-One request reads the trace's tree once and renders only the rows it shows: the first
-chunk on the page, the next ones from the page's own URL (`?after=<row>`: the `chunk`
+One request reads only the blocks of the rows it shows, in one range query on the
+stitched order stored when they were written (traces/order.py): the first chunk on
+the page, the next ones from the page's own URL (`?after=<row>`: the `chunk`
 partial for htmx, the page from that row without JavaScript). Long payloads are folded
 to a preview; a block's page (`/b/<block>/full`) shows it whole, and gives htmx the
 block's body or raw whole. Rewards are written through the services (`trace_patch`,
@@ -23,6 +24,7 @@ from explorer.access import actor, policy_errors
 from explorer.render.content import safe
 from explorer.render.json import json_html
 from explorer.views.base import htmx_target, render_page, wants_partial
+from explorer.views.labels import annotations_context
 from traces.errors import NotFound, ValidationFailed
 from traces.models import Block, Trace
 from traces.policy import Action
@@ -117,9 +119,12 @@ def trace_page(request, trace_id: str):
         "orphan_total": counts.orphans,
         "meta_items": page.meta_items(trace.metadata),
         "extra_items": page.meta_items(trace.extra),
+        "meta_hidden": page.meta_hidden(trace.metadata) + page.meta_hidden(trace.extra),
+        "raw_url": reverse("api-trace", args=[trace.organization.slug, trace.pk]),
         "trace_reward": page.trace_reward(trace, renderer.can_edit),
         **page.reward_summary(trace),
         "can_edit": renderer.can_edit,
+        **annotations_context(request, trace, block=request.GET.get("annotate", "")),
         "start": start,
         "start_url": reverse("trace", args=[trace.pk]),
         "nav": "datasets",

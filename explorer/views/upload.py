@@ -88,7 +88,11 @@ def upload_page(request):
     name = request.POST.get("name", "").strip()
     organization = request.POST.get("organization", "").strip()
     files = request.FILES.getlist("files")
-    keep = {"chosen": dataset_id, "new_name": name, "chosen_org": organization}
+    allow_duplicates = request.POST.get("allow_duplicates") == "1"
+    keep = {
+        "chosen": dataset_id, "new_name": name, "chosen_org": organization,
+        "allow_duplicates": allow_duplicates,
+    }  # fmt: skip
     try:
         result = traces_upload(
             actor=actor(request),
@@ -96,6 +100,7 @@ def upload_page(request):
             dataset_id=dataset_id,
             dataset_name=name,
             organization_slug=organization,
+            allow_duplicates=allow_duplicates,
         )
     except ImportFailed as exc:
         rows = [[p.get(c) for c in PROBLEM_COLUMNS] for p in exc.problems]
@@ -120,6 +125,14 @@ def upload_page(request):
         f"Imported {result.traces} trace{'s' if result.traces != 1 else ''} "
         f"({result.blocks} blocks) into {dataset.name} in {result.seconds:.1f} s.",
     )
+    if result.skipped:
+        names = ", ".join(s["name"] or f"{s['file']} #{s.get('trace', 0)}" for s in result.skipped)
+        messages.warning(
+            request,
+            f"Skipped {len(result.skipped)} trace{'s' if len(result.skipped) != 1 else ''} "
+            f"the dataset already had: {names[:500]}. Tick “Import traces the dataset already "
+            "has” to import them again.",
+        )
     url = reverse("dataset", args=[dataset.pk])
     return HttpResponseClientRedirect(url) if wants_partial(request) else redirect(url)
 

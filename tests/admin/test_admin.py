@@ -171,7 +171,11 @@ def test_upload_imports_files(admin_client, org: Organization) -> None:
     )
     files = [
         SimpleUploadedFile("a.jsonl", lines, content_type="application/jsonl"),
-        SimpleUploadedFile("b.json", json.dumps(EVENTS).encode(), content_type="application/json"),
+        SimpleUploadedFile(  # not a copy of a.jsonl's last trace: that would be skipped
+            "b.json",
+            json.dumps({"messages": EVENTS, "name": "b"}).encode(),
+            content_type="application/json",
+        ),
     ]
     response = admin_client.post(
         reverse("admin:traces_dataset_upload"),

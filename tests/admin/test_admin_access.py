@@ -6,12 +6,13 @@ import io
 import json
 
 import pytest
-from django.contrib.auth.models import Permission, User
+from django.contrib.auth.models import Permission
 from django.test import Client
 from django.urls import reverse
 
 from demo.generator import tiny_png
-from traces.models import Dataset, Image, Membership, Organization
+from tests.conftest import client_for, organization, user_in
+from traces.models import Dataset, Image
 from traces.services.imports import trace_import
 
 pytestmark = pytest.mark.django_db
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def theirs() -> Dataset:
     """Another organization's private dataset, with an image."""
-    rival = Organization.objects.create(slug="rival", name="Rival")
+    rival = organization("rival")
     png = "data:image/png;base64," + base64.b64encode(tiny_png()).decode()
     events = [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": png}}]}]
     data = json.dumps(events).encode()
@@ -33,13 +34,9 @@ def theirs() -> Dataset:
 @pytest.fixture
 def staff_client(theirs) -> Client:
     """Staff with every permission on the store, owner of an organization of their own."""
-    user = User.objects.create_user("staff", password="pw-staff", is_staff=True)
+    user = user_in(organization("mine"), "staff", "owner", is_staff=True)
     user.user_permissions.set(Permission.objects.filter(content_type__app_label="traces"))
-    mine = Organization.objects.create(slug="mine", name="Mine")
-    Membership.objects.create(user=user, organization=mine, role="owner")
-    client = Client()
-    client.force_login(user)
-    return client
+    return client_for(user)
 
 
 def admin_urls(dataset: Dataset) -> list[str]:

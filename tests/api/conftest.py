@@ -1,41 +1,14 @@
-import pytest
-from rest_framework.test import APIClient
+"""Helpers of the API tests. The keys (`api`, `viewer_api`, `owner_api`, `other_api`) are
+fixtures of tests/conftest.py, the one set."""
 
-from traces.services.api_keys import api_key_create
-from traces.services.organizations import organization_get_or_create
+import orjson
 
-
-def key_client(org, role: str) -> APIClient:
-    client = APIClient()
-    secret = api_key_create(organization=org, name=role, role=role).secret
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
-    return client
-
-
-@pytest.fixture
-def owner_api(org):
-    return key_client(org, "owner")
-
-
-@pytest.fixture
-def viewer_api(org):
-    return key_client(org, "viewer")
-
-
-@pytest.fixture
-def other_api(db):
-    other = organization_get_or_create(slug="rival")
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {api_key_create(organization=other).secret}")
-    return client
-
+from tests.conftest import key_client  # noqa: F401 (imported from here by older tests)
 
 BASE = "/v1/organizations/acme"
 
 
 def post_json(client, url, body):
-    import orjson
-
     return client.generic("POST", url, orjson.dumps(body), content_type="application/json")
 
 

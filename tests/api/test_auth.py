@@ -8,7 +8,8 @@ from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
 from tests.api.conftest import BASE, error_of, post_json
-from traces.models import ApiKey, Block, Dataset, Membership, Trace
+from tests.conftest import PASSWORD, user_in
+from traces.models import ApiKey, Block, Dataset, Trace
 from traces.services.api_keys import api_key_revoke
 
 
@@ -52,10 +53,9 @@ def test_last_use_of_a_key_is_recorded(api):
 
 
 def test_a_browser_session_of_a_member_works_and_needs_csrf(org):
-    user = User.objects.create_user("ann", password="pw")
-    Membership.objects.create(user=user, organization=org)
+    user_in(org, "ann")
     client = APIClient(enforce_csrf_checks=True)
-    client.login(username="ann", password="pw")
+    client.login(username="ann", password=PASSWORD)
     assert client.get(f"{BASE}/datasets").status_code == 200
     refused = client.post(f"{BASE}/datasets", {"name": "x"}, format="json")
     assert refused.status_code == 403
@@ -64,9 +64,9 @@ def test_a_browser_session_of_a_member_works_and_needs_csrf(org):
 
 
 def test_a_session_of_a_non_member_gets_404(org):
-    User.objects.create_user("bob", password="pw")
+    user_in(None, "bob")
     client = APIClient()
-    client.login(username="bob", password="pw")
+    client.login(username="bob", password=PASSWORD)
     assert error_of(client.get(f"{BASE}/datasets"))["code"] == "NOT_FOUND"
 
 
@@ -104,10 +104,26 @@ def test_create_api_key_refuses_an_unknown_role(db):
     assert not ApiKey.objects.exists()
 
 
-def test_nobody_signed_in_gets_401_even_for_public_data(api, org):
-    dataset = post_json(api, f"{BASE}/datasets", {"name": "open"}).json()
-    Dataset.objects.filter(pk=dataset["id"]).update(is_public=True)
-    response = APIClient().get(f"{BASE}/datasets/{dataset['id']}")
+def test_nobody_signed_in_reads_public_data_but_not_private_data_and_writes_nothing(api, org):
+    """DESIGN.md: a public dataset is readable by anyone, signed in or not (it used to
+    answer 401); anything else is 404 as for an outsider; a write is 401."""
+    shown = post_json(api, f"{BASE}/datasets", {"name": "open"}).json()
+    hidden = post_json(api, f"{BASE}/datasets", {"name": "closed"}).json()
+    trace = post_json(api, f"{BASE}/traces", {"dataset": shown["id"]}).json()
+    secret = post_json(api, f"{BASE}/traces", {"dataset": hidden["id"]}).json()
+    nobody = APIClient()
+    assert error_of(nobody.get(f"{BASE}/datasets"))["code"] == "NOT_FOUND"  # nothing public
+    Dataset.objects.filter(pk=shown["id"]).update(is_public=True)
+    response = nobody.get(f"{BASE}/datasets/{shown['id']}")
+    assert response.status_code == 200 and response.json()["name"] == "open"
+    assert [d["name"] for d in nobody.get(f"{BASE}/datasets").json()["datasets"]] == ["open"]
+    assert nobody.get(f"{BASE}/traces/{trace['id']}").status_code == 200
+    for path in (f"datasets/{hidden['id']}", f"traces/{secret['id']}"):
+        response = nobody.get(f"{BASE}/{path}")
+        assert response.status_code == 404 and error_of(response)["code"] == "NOT_FOUND"
+    whoami = nobody.get(f"{BASE}/whoami").json()
+    assert whoami == {"organization": "acme", "api_key": None, "user": None, "role": None}
+    response = post_json(nobody, f"{BASE}/traces", {"dataset": shown["id"]})
     assert response.status_code == 401 and error_of(response)["code"] == "UNAUTHENTICATED"
 
 
@@ -137,15 +153,13 @@ def test_an_outsider_reads_public_datasets_only_and_writes_nothing(way, api, oth
     assert Trace.objects.get(pk=trace["id"]).extra == {}
 
 
-def test_a_viewer_session_cannot_write_through_the_api(api, org):
+def test_a_viewer_session_cannot_write_through_the_api(api, viewer):
     """Issue 8: a viewer signed in with the browser session could create, patch and
     delete through /v1 (ten writes of ten). Every one is now 403 and changes nothing."""
     dataset = post_json(api, f"{BASE}/datasets", {"name": "runs"}).json()
     trace = post_json(api, f"{BASE}/traces", {"dataset": dataset["id"]}).json()
     message = {"sub_type": "MESSAGE", "payload": {"role": "user", "content": "hi"}}
     block = post_json(api, f"{BASE}/traces/{trace['id']}/blocks", message).json()
-    viewer = User.objects.create(username="vic")
-    Membership.objects.create(user=viewer, organization=org, role="viewer")
     client = APIClient()
     client.force_login(viewer)
     ds, tr = f"{BASE}/datasets/{dataset['id']}", f"{BASE}/traces/{trace['id']}"

@@ -46,10 +46,13 @@ def test_upload_imports_files_and_export_gives_them_back(api):
     path = FIXTURES / "spec000_full_trace.json"
     with path.open("rb") as one, path.open("rb") as two:
         response = api.post(
-            f"{BASE}/datasets/{dataset['id']}/upload", {"files": [one, two]}, format="multipart"
+            f"{BASE}/datasets/{dataset['id']}/upload",
+            {"files": [one, two], "allow_duplicates": "true"},
+            format="multipart",
         )
     assert response.status_code == 201, response.json()
     assert (response.json()["traces"], response.json()["dataset"]["trace_count"]) == (2, 2)
+    assert response.json()["skipped"] == []
     export = api.get(f"{BASE}/datasets/{dataset['id']}/export")
     assert export["Content-Type"] == "application/x-ndjson"
     lines = [json.loads(line) for line in b"".join(export.streaming_content).splitlines()]
@@ -75,7 +78,7 @@ def test_a_bad_upload_lists_every_problem_and_writes_nothing(api):
 def upload_files(count: int) -> list[io.BytesIO]:
     files = []
     for n in range(count):
-        f = io.BytesIO(b'[{"role": "user", "content": "x"}]\n')
+        f = io.BytesIO(b'[{"role": "user", "content": "x%d"}]\n' % n)  # not duplicates
         f.name = f"{n}.jsonl"
         files.append(f)
     return files
@@ -150,3 +153,31 @@ def test_a_viewer_key_reads_and_writes_nothing(api, viewer_api):
         "FORBIDDEN"
     )
     assert Dataset.objects.get().description == ""
+
+
+def test_an_upload_of_a_trace_the_dataset_has_skips_and_reports_it(api):
+    dataset = post_json(api, f"{BASE}/datasets", {"name": "runs"}).json()
+    path = FIXTURES / "spec000_full_trace.json"
+    url = f"{BASE}/datasets/{dataset['id']}/upload"
+    with path.open("rb") as one:
+        assert api.post(url, {"files": [one]}, format="multipart").status_code == 201
+    with path.open("rb") as again:
+        response = api.post(url, {"files": [again]}, format="multipart")
+    assert response.status_code == 201
+    body = response.json()
+    assert (body["traces"], body["dataset"]["trace_count"]) == (0, 1)
+    assert body["skipped"] == [{"file": path.name, "trace": 0, "name": ""}]
+
+
+def test_allow_duplicates_must_be_a_boolean(api):
+    dataset = post_json(api, f"{BASE}/datasets", {"name": "runs"}).json()
+    path = FIXTURES / "spec000_full_trace.json"
+    with path.open("rb") as one:
+        response = api.post(
+            f"{BASE}/datasets/{dataset['id']}/upload",
+            {"files": [one], "allow_duplicates": "perhaps"},
+            format="multipart",
+        )
+    assert response.status_code == 422
+    error = error_of(response)
+    assert (error["code"], error["details"]["field"]) == ("VALIDATION", "allow_duplicates")

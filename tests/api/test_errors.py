@@ -26,8 +26,8 @@ def blocks_url(trace):
     return f"{BASE}/traces/{trace['id']}/blocks"
 
 
-def test_it_answers_401_without_a_key(db):
-    response = APIClient().get(f"{BASE}/datasets")
+def test_it_answers_401_to_a_write_without_a_key(db):
+    response = APIClient().post(f"{BASE}/datasets", {"name": "x"}, format="json")
     assert response.status_code == 401
     assert error_of(response) == {
         "code": "UNAUTHENTICATED",

@@ -8,6 +8,8 @@ from django.db import connection
 from benchmarks.api_bench import database_url
 from traces.models import ApiKey, Block, Dataset, Organization, Trace
 
+pytestmark = pytest.mark.slow  # runs a benchmark
+
 RATIO = r"\d+\.\d\d \(target {sign} {target}\) (PASS|FAIL)"
 
 

@@ -64,6 +64,7 @@ def stored_count(trace):
 # --------------------------------------------------------------------------- no Django
 
 
+@pytest.mark.slow
 def test_the_client_installs_alone_and_works_with_no_django(tmp_path, live_server, key):
     """client/ built and installed by pip into a fresh venv (no site packages: no Django,
     no project) gives a client that logs a trace to the live server."""

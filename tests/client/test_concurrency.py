@@ -6,7 +6,6 @@ DATABASE_URL=postgres://postgres@127.0.0.1:5432/clienttest pytest tests/client
 """
 
 import pytest
-from django.db import connection
 
 from tests.threads import run_together
 from trace_explorer_client import Block, TraceApiError, TraceClient
@@ -14,12 +13,11 @@ from traces.models import Block as BlockRow
 from traces.models import Trace as TraceRow
 from traces.services.api_keys import api_key_create
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# slow: threads against a live server
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-postgres_only = pytest.mark.skipif(
-    connection.vendor != "postgresql",
-    reason="races between database connections: PostgreSQL (SQLite serializes writers)",
-)
+# races between database connections: PostgreSQL (SQLite serializes writers)
+postgres_only = pytest.mark.postgres
 
 
 @pytest.fixture

@@ -39,3 +39,18 @@ def test_it_fails_with_the_problem_list_and_writes_nothing(tmp_path):
 def test_it_refuses_a_path_that_is_not_a_file(tmp_path):
     with pytest.raises(CommandError, match="not a file"):
         call_command("import_traces", str(tmp_path / "missing.json"), "--dataset", "x")
+
+
+@pytest.mark.django_db
+def test_without_org_it_says_which_organization_it_used():
+    out = StringIO()
+    call_command(
+        "import_traces", str(FIXTURES / "spec000_full_trace.json"), "--dataset", "mine",
+        stdout=out,
+    )  # fmt: skip
+    lines = out.getvalue().splitlines()
+    assert lines[0] == (
+        "No --org given: importing into organization 'default' (give --org <slug> to choose one)."
+    )
+    assert "into dataset 'mine' (ds_" in lines[1] and "of organization 'default' in" in lines[1]
+    assert Dataset.objects.get().organization.slug == "default"

@@ -9,7 +9,7 @@ from django.core.management import call_command
 from demo import generator as demo
 from traces.models import Block, Dataset, Image, Membership, SubType, Trace
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.slow, pytest.mark.django_db]  # slow: generates the whole demo
 
 EXPECTED = {"demo-airline-agent": 30, "demo-swe-agent": 6, "demo-multi-agent": 3}
 
@@ -97,3 +97,21 @@ def test_demo_user_can_log_in() -> None:
 def test_tiny_png_is_a_png() -> None:
     data = demo.tiny_png()
     assert data.startswith(b"\x89PNG\r\n\x1a\n") and data.endswith(b"IEND\xaeB`\x82")
+
+
+def test_if_absent_keeps_the_demo_and_its_ids_between_runs() -> None:
+    first = StringIO()
+    call_command("load_demo", "--if-absent", stdout=first)
+    assert "Loaded 3 datasets" in first.getvalue()
+    ids = sorted(Trace.objects.values_list("id", flat=True))
+    again = StringIO()
+    call_command("load_demo", "--if-absent", stdout=again)
+    assert "The demo datasets are there already: kept, with their ids" in again.getvalue()
+    assert sorted(Trace.objects.values_list("id", flat=True)) == ids
+
+
+def test_the_demo_user_may_use_the_admin(client) -> None:
+    call_command("load_demo", "--if-absent", stdout=StringIO())
+    assert client.login(username=demo.USERNAME, password=demo.PASSWORD)
+    assert client.get("/admin/").status_code == 200
+    assert client.get("/admin/traces/dataset/").status_code == 200

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 
-from traces.models import Membership, Organization, Trace
+from tests.conftest import PASSWORD  # noqa: F401 (imported from here by the browser tests)
+from traces.models import Organization, Trace
 from traces.services.imports import trace_import
 
 # Playwright's sync API keeps an asyncio loop marked as running in the main thread from
@@ -31,7 +31,6 @@ SKIP_REASON = (
     f"BROWSER TESTS SKIPPED: no Chromium at {CHROMIUM}. Install Debian's with "
     "`apt-get install -y chromium` (.ci/run does); never `playwright install`."
 )
-PASSWORD = "correct horse battery staple"
 
 
 def chromium_missing() -> bool:
@@ -43,12 +42,14 @@ def _is_e2e(item: pytest.Item) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not chromium_missing():
-        return
-    skip = pytest.mark.skip(reason=SKIP_REASON)
+    """Every test here is a `browser` test (`make test-fast` leaves them out), skipped
+    when there is no Chromium."""
+    skip = pytest.mark.skip(reason=SKIP_REASON) if chromium_missing() else None
     for item in items:
         if _is_e2e(item):
-            item.add_marker(skip)
+            item.add_marker(pytest.mark.browser)
+            if skip:
+                item.add_marker(skip)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
@@ -100,6 +101,7 @@ def import_lines(org: Organization, dataset: str, lines: list[Any]) -> list[Trac
         organization=org,
         dataset_name=dataset,
         files=[(f"{dataset}.jsonl", io.BytesIO(jsonl(lines)))],
+        allow_duplicates=True,  # fixtures repeat identical runs as trials on purpose
     )
     return list(Trace.objects.filter(dataset=result.dataset).order_by("index"))
 
@@ -131,14 +133,6 @@ def weather_events(city: str = "Paris") -> list[dict[str, Any]]:
         {"role": "tool", "tool_call_id": "call_time", "content": "14:05"},
         {"role": "assistant", "content": f"It is 22°C and cloudy in {city}; it is 14:05."},
     ]
-
-
-@pytest.fixture
-def member(org):
-    """A member of `acme` (may upload and annotate); its password is PASSWORD."""
-    user = get_user_model().objects.create_user(username="alice", password=PASSWORD)
-    Membership.objects.create(user=user, organization=org, role=Membership.Role.MEMBER)
-    return user
 
 
 @pytest.fixture
@@ -174,13 +168,13 @@ def sign_in(live_server) -> Callable[..., None]:
 
 @pytest.fixture
 def page_without_js(browser, member, sign_in) -> Iterator[Any]:
-    """A page with JavaScript off, signed in as `member` (alice)."""
+    """A page with JavaScript off, signed in as `member` (tests/conftest.py)."""
     context = browser.new_context(
         java_script_enabled=False, viewport={"width": 1280, "height": 800}
     )
     try:
         page = context.new_page()
-        sign_in(page, "alice")
+        sign_in(page, member.username)
         yield page
     finally:
         context.close()

@@ -11,12 +11,12 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import PASSWORD, import_lines, jsonl, weather_events
+from tests.conftest import user_in
+from tests.e2e.conftest import import_lines, jsonl, weather_events
 from tests.explorer.test_trace_xss import ALL, ATTACKS, OBJECT, blocks_trace, chat_events
-from traces.models import Block, Dataset, Membership, Trace
+from traces.models import Block, Dataset, Trace
 from traces.services.api_keys import api_key_create
 from traces.services.traces import trace_patch
 
@@ -167,8 +167,8 @@ def test_sign_in_upload_see_accuracy_and_open_a_trace(
     notes = "forecast log line\n" * 20_000
     nice = {"messages": weather_events("Nice"), "metadata": {"name": "Nice", "reward": 1}}
     second.write_bytes(jsonl([{**nice, "metadata": {**nice["metadata"], "notes": notes}}]))
-    sign_in(page, "alice")
-    expect(page.locator(".topbar .who")).to_have_text("alice")
+    sign_in(page, member.username)
+    expect(page.locator(".topbar .who")).to_have_text(member.username)
     # The static files are served: the stylesheet applies and htmx is there.
     assert page.evaluate("typeof window.htmx") == "object"
     assert page.evaluate("getComputedStyle(document.querySelector('.topbar')).display") == "flex"
@@ -238,7 +238,7 @@ def test_rewards_on_the_trace_and_a_block_persist(
     lyon = weather_traces[1]  # metadata reward 0
     call = block_id(lyon, "TOOL_CALL", name="get_weather")
     result = block_id(lyon, "TOOL_RESULT", call_id="call_time")
-    sign_in(page, "alice")
+    sign_in(page, member.username)
     page.goto(f"{live_server.url}/t/{lyon.pk}/")
     summary = page.locator("#trace-reward-summary")
     expect(summary).to_contain_text("reward 0")
@@ -292,7 +292,7 @@ def test_permalinks_and_keyboard(
     paris, lyon = weather_traces
     url = f"{live_server.url}/t/{paris.pk}/"
     target = block_id(paris, "TOOL_RESULT", call_id="call_time")
-    sign_in(page, "alice")
+    sign_in(page, member.username)
 
     # A permalink opens the trace on its block, marked current and flashed.
     page.goto(f"{url}#{target}")
@@ -366,7 +366,7 @@ def test_a_permalink_beyond_the_first_chunk(
     ]
     (trace,) = import_lines(org, "long-chat", [events])
     far = block_id(trace, "MESSAGE", content="message number 180")
-    sign_in(page, "alice")
+    sign_in(page, member.username)
 
     # Row 180 is not on the first page (150 rows): the page asks the server for it.
     page.goto(f"{live_server.url}/t/{trace.pk}/#{far}")
@@ -497,9 +497,8 @@ def test_hostile_content_stays_inert(page: Page, live_server, org, sign_in, cons
     has to step in), no console error, no request elsewhere, nothing runnable in the DOM."""
     watch = Watch(page, live_server.url, console_errors)
     username = "<img src=x onerror=alert('user')>"
-    user = get_user_model().objects.create_user(username=username, password=PASSWORD)
     # An owner: every page shows them the most (the keys page lists keys to owners only).
-    Membership.objects.create(user=user, organization=org, role=Membership.Role.OWNER)
+    user = user_in(org, username, "owner")
     dataset_metadata = {**OBJECT, "accuracy": ATTACKS[1], "long": ALL}
     chat, blocks = import_lines(
         org,

@@ -34,7 +34,7 @@ def broken(tmp_path):
 
 @pytest.fixture
 def upload_page(page: Page, live_server, member, sign_in) -> Page:
-    sign_in(page, "alice")
+    sign_in(page, member.username)
     page.goto(f"{live_server.url}/upload/")
     return page
 
@@ -121,6 +121,7 @@ def test_files_into_an_existing_dataset(upload_page, tmp_path, weather_traces):
     page.select_option("#upload-dataset", dataset.pk)
     expect(page.locator("#upload-new")).to_be_hidden()  # a new dataset's fields
     page.set_input_files("#upload-files", [good(tmp_path, "a.jsonl"), good(tmp_path, "b.jsonl")])
+    page.check("input[name=allow_duplicates]")  # b.jsonl is a copy of a.jsonl
     page.click("#upload-submit")
     page.wait_for_url(re.compile(rf"/d/{dataset.pk}/$"))
     expect(page.locator(".flash")).to_contain_text("Imported 2 traces")

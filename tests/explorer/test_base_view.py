@@ -7,31 +7,30 @@ import pytest
 from django.test import RequestFactory
 
 from explorer.views.base import clean_url, htmx_target, render_page, wants_partial
-from tests.explorer.conftest_dataset import *  # noqa: F403 (fixtures: members_client...)
 
 URL = "/"
 HTMX = {"HTTP_HX_REQUEST": "true"}
 
 
-def test_htmx_gets_the_partial_marked_and_a_browser_the_page(members_client, tasks_dataset):
-    page = members_client.get(URL)
+def test_htmx_gets_the_partial_marked_and_a_browser_the_page(member_client, tasks_dataset):
+    page = member_client.get(URL)
     assert "<html" in page.content.decode() and "X-Partial" not in page
-    partial = members_client.get(URL, **HTMX)
+    partial = member_client.get(URL, **HTMX)
     assert "<html" not in partial.content.decode() and partial["X-Partial"] == "table"
     for response in (page, partial):
         assert {"HX-Request", "HX-Target"} <= {v.strip() for v in response["Vary"].split(",")}
 
 
-def test_a_history_restore_gets_the_whole_page(members_client, tasks_dataset):
-    restore = members_client.get(URL, HTTP_HX_HISTORY_RESTORE_REQUEST="true", **HTMX)
+def test_a_history_restore_gets_the_whole_page(member_client, tasks_dataset):
+    restore = member_client.get(URL, HTTP_HX_HISTORY_RESTORE_REQUEST="true", **HTMX)
     assert "<html" in restore.content.decode() and "X-Partial" not in restore
 
 
-def test_the_target_names_the_partial_where_one_url_feeds_several(members_client, tasks_dataset):
+def test_the_target_names_the_partial_where_one_url_feeds_several(member_client, tasks_dataset):
     url = f"/d/{tasks_dataset.pk}/"
-    groups = members_client.get(url, HTTP_HX_TARGET="groups", **HTMX)
-    traces = members_client.get(url, HTTP_HX_TARGET="traces", **HTMX)
-    unknown = members_client.get(url, HTTP_HX_TARGET="elsewhere", **HTMX)
+    groups = member_client.get(url, HTTP_HX_TARGET="groups", **HTMX)
+    traces = member_client.get(url, HTTP_HX_TARGET="traces", **HTMX)
+    unknown = member_client.get(url, HTTP_HX_TARGET="elsewhere", **HTMX)
     assert groups["X-Partial"] == "groups" and traces["X-Partial"] == "traces"
     assert "<html" in unknown.content.decode()  # no partial of that name: the page
 

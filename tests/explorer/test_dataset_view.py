@@ -8,8 +8,8 @@ from html.parser import HTMLParser
 import pytest
 from django.urls import reverse
 
-from tests.explorer.conftest_dataset import *  # noqa: F403 (fixtures: ui_org, members_client...)
-from tests.explorer.conftest_dataset import chat, client_for, html_problems, import_lines, user_in
+from tests.conftest import client_for, user_in
+from tests.explorer.conftest import chat, html_problems, import_lines
 from traces.models import Block, Dataset
 from traces.services.annotations import block_extra_update, trace_extra_update
 
@@ -29,7 +29,8 @@ def cell_texts(row: str) -> list[str]:
 def trace_names(html: str) -> list[str]:
     """The names in the trace table, in order."""
     table = html[html.index('<div id="traces"') :]
-    return re.findall(r'<td class="trace-name"><a href="[^"]+">([^<]+)</a>', table)
+    link = r'<td class="trace-name"><a class="ellipsis" href="[^"]+" title="[^"]*">([^<]+)</a>'
+    return re.findall(link, table)
 
 
 class _Svg(HTMLParser):
@@ -50,7 +51,7 @@ class _Svg(HTMLParser):
 
 
 @pytest.fixture
-def big_dataset(ui_org):
+def big_dataset(org):
     """120 traces; every third has reward 1, every third 0, the rest none; task_id t0..t9."""
     traces = []
     for i in range(120):
@@ -61,11 +62,11 @@ def big_dataset(ui_org):
         word = "zebra" if i % 40 == 0 else "horse"
         tools = ("lookup",) if i % 2 else ("lookup", "write_file")
         traces.append({"messages": chat(f"Find the {word} number {i}", *tools), "metadata": meta})
-    return import_lines(ui_org, "big", traces, metadata={"model": "m"})
+    return import_lines(org, "big", traces, metadata={"model": "m"})
 
 
-def test_reported_and_computed_accuracy(members_client, tasks_dataset):
-    response = members_client.get(url(tasks_dataset))
+def test_reported_and_computed_accuracy(member_client, tasks_dataset):
+    response = member_client.get(url(tasks_dataset))
     assert response.status_code == 200
     html = response.content.decode()
     assert "computed 0.333 over 6 of 6 traces" in html
@@ -78,29 +79,29 @@ def test_reported_and_computed_accuracy(members_client, tasks_dataset):
     assert ">accuracy<" not in metadata
 
 
-def test_count_with_a_reward(members_client, big_dataset):
-    html = members_client.get(url(big_dataset)).content.decode()
+def test_count_with_a_reward(member_client, big_dataset):
+    html = member_client.get(url(big_dataset)).content.decode()
     assert "computed 0.500 over 80 of 120 traces" in html
     assert "reports no <code>accuracy</code>" in html
 
 
-def test_histogram_svg(members_client, tasks_dataset, ui_org):
+def test_histogram_svg(member_client, tasks_dataset, org):
     svg = _Svg()
-    svg.feed(members_client.get(url(tasks_dataset)).content.decode())
+    svg.feed(member_client.get(url(tasks_dataset)).content.decode())
     assert svg.bars == [4, 2]  # four 0s, two 1s
     assert "reward 0: 4 traces" in svg.titles and "reward 1: 2 traces" in svg.titles
     partial = import_lines(
-        ui_org,
+        org,
         "partial-credit",
         [{"messages": chat("q"), "metadata": {"reward": r}} for r in (0.05, 0.5, 0.55, 1, 1)],
     )
     svg = _Svg()
-    svg.feed(members_client.get(url(partial)).content.decode())
+    svg.feed(member_client.get(url(partial)).content.decode())
     assert svg.bars == [1, 0, 0, 0, 0, 2, 0, 0, 0, 2]
 
 
-def test_histogram_bars_are_drawn_with_attributes_not_styles(members_client, tasks_dataset):
-    html = members_client.get(url(tasks_dataset)).content.decode()
+def test_histogram_bars_are_drawn_with_attributes_not_styles(member_client, tasks_dataset):
+    html = member_client.get(url(tasks_dataset)).content.decode()
     svg = html[html.index('<svg class="histogram"') :].split("</svg>")[0]
     assert 'role="img"' in svg and "<title" in svg and "<desc" in svg
     heights = [
@@ -115,20 +116,20 @@ GROUPS_FRAGMENT = {"HX-Request": "true", "HX-Target": "groups"}
 
 
 def test_the_groups_table_loads_after_the_page_and_without_javascript(
-    members_client, tasks_dataset
+    member_client, tasks_dataset
 ):
-    page = members_client.get(url(tasks_dataset)).content.decode()
+    page = member_client.get(url(tasks_dataset)).content.decode()
     placeholder = page[page.index('id="groups"') :].split("</section>")[0]
     assert 'hx-trigger="load"' in placeholder and 'href="?group="' in placeholder
     assert "pass@1" not in placeholder
-    fragment = members_client.get(url(tasks_dataset), headers=GROUPS_FRAGMENT)
+    fragment = member_client.get(url(tasks_dataset), headers=GROUPS_FRAGMENT)
     assert "HX-Push-Url" not in fragment  # loading the table leaves the address alone
-    no_js = members_client.get(url(tasks_dataset) + "?group=").content.decode()
+    no_js = member_client.get(url(tasks_dataset) + "?group=").content.decode()
     assert '<option value="task_id" selected>' in no_js and "pass@1" in no_js
 
 
-def test_rewards_grouped_by_task(members_client, tasks_dataset):
-    html = members_client.get(url(tasks_dataset), headers=GROUPS_FRAGMENT).content.decode()
+def test_rewards_grouped_by_task(member_client, tasks_dataset):
+    html = member_client.get(url(tasks_dataset), headers=GROUPS_FRAGMENT).content.decode()
     groups = html[html.index('id="groups"') :].split("</section>")[0]
     assert '<option value="task_id" selected>' in groups
     for head in ("pass@1", "pass@2", "pass@3", "pass^1", "pass^2", "pass^3"):
@@ -145,21 +146,21 @@ def test_rewards_grouped_by_task(members_client, tasks_dataset):
     ]  # fmt: skip
 
 
-def test_one_trial_per_group_shows_no_pass_columns(members_client, ui_org):
+def test_one_trial_per_group_shows_no_pass_columns(member_client, org):
     traces = [
         {"messages": chat("q"), "metadata": {"instance_id": f"repo-{i}", "reward": i % 2}}
         for i in range(4)
     ]
-    dataset = import_lines(ui_org, "swe-like", traces)
-    html = members_client.get(url(dataset), headers=GROUPS_FRAGMENT).content.decode()
+    dataset = import_lines(org, "swe-like", traces)
+    html = member_client.get(url(dataset), headers=GROUPS_FRAGMENT).content.decode()
     groups = html[html.index('id="groups"') :].split("</section>")[0]
     assert '<option value="instance_id" selected>' in groups
     assert "pass@1" not in groups and "One trial per instance_id" in groups
     assert groups.count('<th scope="row" class="group-name">') == 4
 
 
-def test_group_by_another_key_with_htmx(members_client, tasks_dataset):
-    response = members_client.get(
+def test_group_by_another_key_with_htmx(member_client, tasks_dataset):
+    response = member_client.get(
         url(tasks_dataset, group="trial"), HTTP_HX_REQUEST="true", HTTP_HX_TARGET="groups"
     )
     html = response.content.decode()
@@ -168,18 +169,18 @@ def test_group_by_another_key_with_htmx(members_client, tasks_dataset):
     assert "?meta=trial%3D0&amp;group=trial" in html
     assert 'id="traces"' not in html
     # An unknown key falls back to the default.
-    html = members_client.get(url(tasks_dataset, group="nope")).content.decode()
+    html = member_client.get(url(tasks_dataset, group="nope")).content.decode()
     assert '<option value="task_id" selected>' in html
 
 
-def test_group_link_filters_the_trace_list(members_client, tasks_dataset):
-    html = members_client.get(url(tasks_dataset, meta="task_id%3DA", group="task_id")).content
+def test_group_link_filters_the_trace_list(member_client, tasks_dataset):
+    html = member_client.get(url(tasks_dataset, meta="task_id%3DA", group="task_id")).content
     names = trace_names(html.decode())
     assert names == ["task A trial 0", "task A trial 1", "task A trial 2"]
 
 
-def test_trace_rows(members_client, tasks_dataset):
-    html = members_client.get(url(tasks_dataset)).content.decode()
+def test_trace_rows(member_client, tasks_dataset):
+    html = member_client.get(url(tasks_dataset)).content.decode()
     table = html[html.index('<div id="traces"') :]
     first = table[table.index("<tbody>") :].split("</tr>")[0]
     trace = tasks_dataset.traces.get(index=0)
@@ -192,14 +193,14 @@ def test_trace_rows(members_client, tasks_dataset):
     assert '<span class="badge reward bad">0</span>' in second
 
 
-def test_pagination_htmx_partial_and_plain_page(members_client, big_dataset):
-    html = members_client.get(url(big_dataset)).content.decode()
+def test_pagination_htmx_partial_and_plain_page(member_client, big_dataset):
+    html = member_client.get(url(big_dataset)).content.decode()
     assert trace_names(html)[:2] == ["run-000", "run-001"] and len(trace_names(html)) == 50
     assert "1–50 of 120 traces" in html
     page2 = f"{url(big_dataset)}?page=2"
     assert f'hx-get="{page2}"' in html and 'hx-push-url="true"' in html
     assert f'href="{page2}#traces"' in html  # works without script too
-    partial = members_client.get(
+    partial = member_client.get(
         url(big_dataset, page=2), HTTP_HX_REQUEST="true", HTTP_HX_TARGET="traces"
     )
     fragment = partial.content.decode()
@@ -207,104 +208,104 @@ def test_pagination_htmx_partial_and_plain_page(members_client, big_dataset):
     assert trace_names(fragment)[0] == "run-050" and len(trace_names(fragment)) == 50
     assert "51–100 of 120 traces" in fragment
     assert partial["HX-Push-Url"] == f"{url(big_dataset)}?page=2"
-    form_like = members_client.get(
+    form_like = member_client.get(
         url(big_dataset, q="", reward="1", reward_min="", meta="", annotated="", sort="index"),
         HTTP_HX_REQUEST="true",
         HTTP_HX_TARGET="traces",
     )
     assert form_like["HX-Push-Url"] == f"{url(big_dataset)}?reward=1"
-    plain = members_client.get(url(big_dataset, page=3)).content.decode()
+    plain = member_client.get(url(big_dataset, page=3)).content.decode()
     assert "<html" in plain and trace_names(plain) == [f"run-{i:03d}" for i in range(100, 120)]
-    last = members_client.get(url(big_dataset, page=99)).content.decode()
+    last = member_client.get(url(big_dataset, page=99)).content.decode()
     assert trace_names(last)[0] == "run-100"  # past the end: the last page
-    descending = members_client.get(url(big_dataset, sort="-index")).content.decode()
+    descending = member_client.get(url(big_dataset, sort="-index")).content.decode()
     assert trace_names(descending)[0] == "run-119"
 
 
-def test_filters_compose_and_stay_in_the_page_links(members_client, big_dataset):
-    response = members_client.get(url(big_dataset, reward="1", meta="task_id%3Dt3"))
+def test_filters_compose_and_stay_in_the_page_links(member_client, big_dataset):
+    response = member_client.get(url(big_dataset, reward="1", meta="task_id%3Dt3"))
     names = trace_names(response.content.decode())
     assert names == ["run-003", "run-033", "run-063", "run-093"]
-    html = members_client.get(url(big_dataset, reward="0")).content.decode()
+    html = member_client.get(url(big_dataset, reward="0")).content.decode()
     assert "1–40 of 40 traces matching the filters" in html
-    html = members_client.get(url(big_dataset, reward="none")).content.decode()
+    html = member_client.get(url(big_dataset, reward="none")).content.decode()
     assert "of 40 traces" in html
     assert "page=2" not in html
-    html = members_client.get(url(big_dataset, reward="gte", reward_min="0.5")).content.decode()
+    html = member_client.get(url(big_dataset, reward="gte", reward_min="0.5")).content.decode()
     assert "1–40 of 40 traces" in html
-    html = members_client.get(url(big_dataset, reward_min="0")).content.decode()
+    html = member_client.get(url(big_dataset, reward_min="0")).content.decode()
     assert "1–50 of 80 traces" in html  # a bound alone means ≥
     assert "?reward=gte&amp;reward_min=0&amp;page=2" in html  # the filters stay in the links
-    html = members_client.get(url(big_dataset, reward="gte", reward_min="abc")).content.decode()
+    html = member_client.get(url(big_dataset, reward="gte", reward_min="abc")).content.decode()
     assert "is not a number" in html and "of 120 traces" in html
-    html = members_client.get(url(big_dataset, meta="no-equals-sign")).content.decode()
+    html = member_client.get(url(big_dataset, meta="no-equals-sign")).content.decode()
     assert "key=value" in html and "of 120 traces" in html
 
 
-def test_full_text_search(members_client, big_dataset):
-    html = members_client.get(url(big_dataset, q="zebra")).content.decode()
+def test_full_text_search(member_client, big_dataset):
+    html = member_client.get(url(big_dataset, q="zebra")).content.decode()
     assert trace_names(html) == ["run-000", "run-040", "run-080"]
-    html = members_client.get(url(big_dataset, q="zebra", reward="0")).content.decode()
+    html = member_client.get(url(big_dataset, q="zebra", reward="0")).content.decode()
     assert trace_names(html) == ["run-040"]
-    html = members_client.get(url(big_dataset, q="write_file", meta="task_id%3Dt1")).content
+    html = member_client.get(url(big_dataset, q="write_file", meta="task_id%3Dt1")).content
     assert trace_names(html.decode()) == []  # odd indexes only call lookup
-    partial = members_client.get(
+    partial = member_client.get(
         url(big_dataset, q="zebra"), HTTP_HX_REQUEST="true", HTTP_HX_TARGET="traces"
     )
     assert len(trace_names(partial.content.decode())) == 3
 
 
-def test_annotated_filter(members_client, tasks_dataset):
+def test_annotated_filter(member_client, tasks_dataset):
     traces = list(tasks_dataset.traces.order_by("index"))
     trace_extra_update(trace=traces[4], extra={"reviewed": True})
     block = Block.objects.filter(trace=traces[1]).order_by("created_at", "id").last()
     block_extra_update(block=block, extra={"note": "wrong tool"})
-    html = members_client.get(url(tasks_dataset, annotated="yes")).content.decode()
+    html = member_client.get(url(tasks_dataset, annotated="yes")).content.decode()
     assert trace_names(html) == ["task A trial 1", "task B trial 1"]
-    html = members_client.get(url(tasks_dataset, annotated="no")).content.decode()
+    html = member_client.get(url(tasks_dataset, annotated="no")).content.decode()
     assert len(trace_names(html)) == 4
 
 
-def test_export_streams_jsonl(members_client, tasks_dataset):
-    response = members_client.get(reverse("dataset-export", args=[tasks_dataset.pk]))
+def test_export_streams_jsonl(member_client, tasks_dataset):
+    response = member_client.get(reverse("dataset-export", args=[tasks_dataset.pk]))
     assert response.status_code == 200 and response.streaming
     assert response["Content-Type"] == "application/x-ndjson"
     assert response["Content-Disposition"] == 'attachment; filename="airline-run.chat.jsonl"'
     lines = [json.loads(line) for line in b"".join(response.streaming_content).splitlines()]
     assert lines[0] == {"metadata": tasks_dataset.metadata}
     assert len(lines) == 7 and lines[1]["messages"][0]["content"] == "Task A: please book flight 0"
-    blocks = members_client.get(
+    blocks = member_client.get(
         reverse("dataset-export", args=[tasks_dataset.pk]), {"format": "blocks"}
     )
     assert blocks["Content-Disposition"].endswith('airline-run.blocks.jsonl"')
     lines = b"".join(blocks.streaming_content).splitlines()
     assert len(json.loads(lines[1])["blocks"]) == 7
-    bad = members_client.get(reverse("dataset-export", args=[tasks_dataset.pk]), {"format": "x"})
+    bad = member_client.get(reverse("dataset-export", args=[tasks_dataset.pk]), {"format": "x"})
     assert bad.status_code == 400
 
 
-def test_actions(members_client, tasks_dataset, ui_member):
-    html = members_client.get(url(tasks_dataset)).content.decode()
+def test_actions(member_client, tasks_dataset, member):
+    html = member_client.get(url(tasks_dataset)).content.decode()
     assert f'href="{reverse("upload")}?dataset={tasks_dataset.pk}"' in html
     assert reverse("dataset-export", args=[tasks_dataset.pk]) + "?format=chat" in html
     assert reverse("dataset-export", args=[tasks_dataset.pk]) + "?format=blocks" in html
     assert "/admin/" not in html and "Make public" not in html  # owners' call
-    ui_member.is_staff = True  # staff is not enough: the admin is for superusers
-    ui_member.save()
-    assert "/admin/" not in members_client.get(url(tasks_dataset)).content.decode()
-    ui_member.is_superuser = True
-    ui_member.save()
-    html = members_client.get(url(tasks_dataset)).content.decode()
+    member.is_staff = True  # staff is not enough: the admin is for superusers
+    member.save()
+    assert "/admin/" not in member_client.get(url(tasks_dataset)).content.decode()
+    member.is_superuser = True
+    member.save()
+    html = member_client.get(url(tasks_dataset)).content.decode()
     assert reverse("admin:traces_dataset_change", args=[tasks_dataset.pk]) in html
 
 
-def test_viewer_reads_but_is_not_offered_upload(viewers_client, tasks_dataset):
-    html = viewers_client.get(url(tasks_dataset)).content.decode()
+def test_viewer_reads_but_is_not_offered_upload(viewer_client, tasks_dataset):
+    html = viewer_client.get(url(tasks_dataset)).content.decode()
     assert "computed 0.333" in html and "Upload more files" not in html
 
 
-def test_another_organizations_dataset_is_not_found(ui_rival, tasks_dataset):
-    outsider = client_for(user_in(ui_rival, "mallory"))
+def test_another_organizations_dataset_is_not_found(rival_org, tasks_dataset):
+    outsider = client_for(user_in(rival_org, "mallory"))
     assert outsider.get(url(tasks_dataset)).status_code == 404
     export = outsider.get(reverse("dataset-export", args=[tasks_dataset.pk]))
     assert export.status_code == 404
@@ -315,8 +316,8 @@ def test_another_organizations_dataset_is_not_found(ui_rival, tasks_dataset):
     assert "computed 0.333" in html and "Upload more files" not in html
 
 
-def test_no_script_from_data(members_client, xss_dataset):
-    response = members_client.get(url(xss_dataset))
+def test_no_script_from_data(member_client, xss_dataset):
+    response = member_client.get(url(xss_dataset))
     html = response.content.decode()
     assert html_problems(html) == []
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html  # shown, as text
@@ -328,15 +329,15 @@ def test_no_script_from_data(members_client, xss_dataset):
         {"q": "%3Cscript%3E", "reward": "gte", "reward_min": "%3Cimg%3E"},
     ):
         for headers in ({}, {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "traces"}):
-            page = members_client.get(url(xss_dataset, **params), **headers)
+            page = member_client.get(url(xss_dataset, **params), **headers)
             assert html_problems(page.content.decode()) == [], params
-        groups = members_client.get(
+        groups = member_client.get(
             url(xss_dataset, **params), HTTP_HX_REQUEST="true", HTTP_HX_TARGET="groups"
         )
         assert html_problems(groups.content.decode()) == []
 
 
-def test_query_count_does_not_grow_with_the_traces(members_client, ui_org):
+def test_query_count_does_not_grow_with_the_traces(member_client, org):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -346,22 +347,22 @@ def test_query_count_does_not_grow_with_the_traces(members_client, ui_org):
             {"messages": chat("q", "a", "b"), "metadata": {"task_id": f"t{i % 4}", "reward": 1}}
             for i in range(n)
         ]
-        dataset = import_lines(ui_org, f"size-{n}", traces)
+        dataset = import_lines(org, f"size-{n}", traces)
         with CaptureQueriesContext(connection) as queries:
-            assert members_client.get(url(dataset)).status_code == 200
+            assert member_client.get(url(dataset)).status_code == 200
         counts.append(len(queries))
     assert counts[0] == counts[1], counts
 
 
 def test_an_owner_makes_a_dataset_public_and_others_then_see_it(
-    owners_client, tasks_dataset, ui_rival, client
+    owner_client, tasks_dataset, rival_org, client
 ):
-    outsider = client_for(user_in(ui_rival, "olga"))
+    outsider = client_for(user_in(rival_org, "olga"))
     assert outsider.get(url(tasks_dataset)).status_code == 404
     assert client.get(url(tasks_dataset)).status_code == 302  # signed out: sign in first
-    assert "Make public" in owners_client.get(url(tasks_dataset)).content.decode()
+    assert "Make public" in owner_client.get(url(tasks_dataset)).content.decode()
     visibility = f"/d/{tasks_dataset.pk}/visibility"
-    response = owners_client.post(visibility, {"public": "1"})
+    response = owner_client.post(visibility, {"public": "1"})
     assert response.status_code == 302 and response["Location"] == url(tasks_dataset)
     tasks_dataset.refresh_from_db()
     assert tasks_dataset.is_public
@@ -369,12 +370,12 @@ def test_an_owner_makes_a_dataset_public_and_others_then_see_it(
     assert client.get(url(tasks_dataset)).status_code == 200  # signed out too
     assert outsider.post(visibility, {"public": "0"}).status_code == 404  # reads, not owns
     assert client.post(visibility, {"public": "0"}).status_code == 302  # to the sign-in page
-    assert owners_client.post(visibility, {"public": "yes"}).status_code == 400
-    owners_client.post(visibility, {"public": "0"})
+    assert owner_client.post(visibility, {"public": "yes"}).status_code == 400
+    owner_client.post(visibility, {"public": "0"})
     assert outsider.get(url(tasks_dataset)).status_code == 404
 
 
-@pytest.mark.parametrize("who", ["viewers_client", "members_client"])
+@pytest.mark.parametrize("who", ["viewer_client", "member_client"])
 def test_only_owners_change_visibility(who, request, tasks_dataset):
     refused = request.getfixturevalue(who).post(
         f"/d/{tasks_dataset.pk}/visibility", {"public": "1"}
@@ -385,12 +386,12 @@ def test_only_owners_change_visibility(who, request, tasks_dataset):
 
 
 @pytest.mark.parametrize("reported", [1e308, -1e13, "1e308", "1e400%", 2**63 - 1])
-def test_a_reported_accuracy_out_of_range_is_shown_as_given(members_client, ui_org, reported):
+def test_a_reported_accuracy_out_of_range_is_shown_as_given(member_client, org, reported):
     """Like a reward, a metric counts as a number only within ±1e12 (traces.validation):
     one stored before the rule (which now refuses it) is shown as given."""
-    dataset = import_lines(ui_org, "claims", [{"messages": chat("q"), "metadata": {"reward": 1}}])
+    dataset = import_lines(org, "claims", [{"messages": chat("q"), "metadata": {"reward": 1}}])
     Dataset.objects.filter(pk=dataset.pk).update(metadata={"accuracy": reported})
-    html = members_client.get(url(dataset)).content.decode()
+    html = member_client.get(url(dataset)).content.decode()
     shown = html[html.index(">reported<") :].split("</div>")[1]
     assert f'<span class="small">{reported}</span>' in shown
     assert "differs from the reported value" not in html

@@ -40,8 +40,9 @@ def signed_in(client) -> bool:
 
 def test_the_limit_is_a_few_failures_and_the_lockout_a_quarter_hour():
     assert settings.AXES_FAILURE_LIMIT == LIMIT
+    assert settings.LOGIN_ADDRESS_FAILURE_LIMIT == 10 * LIMIT
     assert settings.AXES_COOLOFF_TIME == timedelta(minutes=15)
-    assert settings.AXES_HANDLER == "axes.handlers.database.AxesDatabaseHandler"
+    assert settings.AXES_HANDLER == "explorer.login_throttle.PairThenAddressHandler"
 
 
 def test_a_few_failures_do_not_lock_anyone_out(ann):
@@ -52,14 +53,14 @@ def test_a_few_failures_do_not_lock_anyone_out(ann):
     assert response.status_code == 302 and signed_in(client)
 
 
-def test_repeated_failures_for_a_username_lock_it_out_from_any_address(ann):
-    for n in range(LIMIT):
-        sign_in(Client(), "ann", "wrong", address=f"10.0.1.{n}")
+def test_repeated_failures_lock_out_the_username_from_that_address(ann):
+    for _ in range(LIMIT):
+        sign_in(Client(), "ann", "wrong", address="10.0.1.1")
     client = Client()
-    response = sign_in(client, "ann", "right-password", address="10.0.2.1")
+    response = sign_in(client, "ann", "right-password", address="10.0.1.1")
     assert response.status_code == 429 and not signed_in(client)
     html = response.content.decode()
-    assert "Too many failed sign-ins for this username or from this address." in html
+    assert "Too many failed sign-ins for this username from this address" in html
     assert "Try again in 15 minutes." in html and 'name="password"' in html
     assert response["Retry-After"] == "900"
     from axes.models import AccessAttempt
@@ -68,15 +69,38 @@ def test_repeated_failures_for_a_username_lock_it_out_from_any_address(ann):
     assert sum(n for (n,) in counted) >= LIMIT  # in the database, shared by every worker
 
 
-def test_repeated_failures_from_an_address_lock_it_out_for_every_username(ann):
-    for n in range(LIMIT):
+def test_a_lockout_from_one_address_does_not_stop_the_user_signing_in_from_another(ann):
+    """harden F7: the lockout was by username alone, so anyone could lock a user out by
+    failing their password; it is by (username, address) now."""
+    for _ in range(3 * LIMIT):
+        sign_in(Client(), "ann", "wrong", address="10.6.6.6")
+    assert sign_in(Client(), "ann", "right-password", address="10.6.6.6").status_code == 429
+    client = Client()
+    response = sign_in(client, "ann", "right-password", address="10.0.2.1")
+    assert response.status_code == 302 and signed_in(client)
+
+
+def test_failures_spread_over_addresses_do_not_lock_out_the_username(ann):
+    for n in range(3 * LIMIT):
+        sign_in(Client(), "ann", "wrong", address=f"10.0.1.{n}")
+    client = Client()
+    assert sign_in(client, "ann", "right-password", address="10.0.2.1").status_code == 302
+
+
+def test_an_address_guessing_many_usernames_is_locked_out_at_its_own_higher_limit(ann):
+    address_limit = settings.LOGIN_ADDRESS_FAILURE_LIMIT
+    assert address_limit > LIMIT
+    for n in range(address_limit - 1):
         sign_in(Client(), f"guess-{n}", "wrong", address="10.0.3.3")
     client = Client()
-    assert sign_in(client, "ann", "right-password", address="10.0.3.3").status_code == 429
-    assert not signed_in(client)
+    assert sign_in(client, "ann", "right-password", address="10.0.3.3").status_code == 302
+    sign_in(Client(), "guess-last", "wrong", address="10.0.3.3")
+    refused = Client()
+    response = sign_in(refused, "ann", "right-password", address="10.0.3.3")
+    assert response.status_code == 429 and not signed_in(refused)
+    assert "or from this address" in response.content.decode()
     other = Client()
     assert sign_in(other, "ann", "right-password", address="10.0.4.4").status_code == 302
-    assert signed_in(other)
 
 
 def test_the_lockout_ends_after_the_cool_off(ann):
@@ -111,10 +135,10 @@ def test_sign_ins_without_a_request_are_not_counted(ann):
 
 def test_behind_a_proxy_failures_count_per_client_not_per_proxy(ann, settings):
     settings.LOGIN_PROXY_COUNT = 1
-    for n in range(LIMIT):
+    for _ in range(LIMIT):
         Client().post(
             LOGIN,
-            {"username": f"guess-{n}", "password": "wrong"},
+            {"username": "ann", "password": "wrong"},
             REMOTE_ADDR="127.0.0.1",
             HTTP_X_FORWARDED_FOR="1.2.3.4, 10.9.9.9",  # the first part is the client's to write
         )

@@ -17,8 +17,9 @@ from tests.explorer.conftest import (
     jsonl_bytes,
     parse,
 )
-from traces.models import Block, Image, Organization, Trace
+from traces.models import Block, Image, Trace
 from traces.services.imports import trace_import
+from traces.services.traces import trace_patch
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 
@@ -37,8 +38,8 @@ def block_of(trace: Trace, sub_type: str, **payload) -> Block:
 # --- Lanes -----------------------------------------------------------------------------
 
 
-def test_three_lanes_with_each_block_in_its_lane(trace_client, imported_trace):
-    response = trace_client.get(page_url(imported_trace))
+def test_three_lanes_with_each_block_in_its_lane(member_client, imported_trace):
+    response = member_client.get(page_url(imported_trace))
     assert response.status_code == 200
     html = response.content.decode()
     page = parse(html)
@@ -78,9 +79,11 @@ def test_three_lanes_with_each_block_in_its_lane(trace_client, imported_trace):
     assert order.index(result.pk) < order.index(stream.pk)
 
 
-def test_header_shows_breadcrumb_counts_metadata_and_neighbours(trace_client, imported_chat_traces):
+def test_header_shows_breadcrumb_counts_metadata_and_neighbours(
+    member_client, imported_chat_traces
+):
     first, second = imported_chat_traces
-    html = trace_client.get(page_url(first)).content.decode()
+    html = member_client.get(page_url(first)).content.decode()
     assert f'href="/d/{first.dataset_id}/"' in html
     assert "trace-page-chat" in html
     assert "trace #0" in html
@@ -88,15 +91,15 @@ def test_header_shows_breadcrumb_counts_metadata_and_neighbours(trace_client, im
     nxt = [a for a in page.all("a") if a.get("rel") == "next"]
     assert nxt and nxt[0]["href"] == page_url(second)
     assert not [a for a in page.all("a") if a.get("rel") == "prev"]
-    html2 = trace_client.get(page_url(second)).content.decode()
+    html2 = member_client.get(page_url(second)).content.decode()
     prev = [a for a in parse(html2).all("a") if a.get("rel") == "prev"]
     assert prev and prev[0]["href"] == page_url(first)
     assert "<b>1</b> call" in html  # block counts by kind
     assert "<b>3</b> messages" in html
 
 
-def test_content_is_rendered_for_each_kind(trace_client, imported_trace, imported_chat_traces):
-    html = trace_client.get(page_url(imported_trace)).content.decode()
+def test_content_is_rendered_for_each_kind(member_client, imported_trace, imported_chat_traces):
+    html = member_client.get(page_url(imported_trace)).content.decode()
     assert "checkout flow" in html  # the trace's name
     assert "task-7" in html  # its metadata
     assert "<strong>brief</strong>" in html  # markdown
@@ -115,14 +118,14 @@ def test_content_is_rendered_for_each_kind(trace_client, imported_trace, importe
     assert not any("example.com" in src for src in srcs)
     assert 'href="https://example.com/remote.png"' in html
 
-    chat_html = trace_client.get(page_url(imported_chat_traces[0])).content.decode()
+    chat_html = member_client.get(page_url(imported_chat_traces[0])).content.decode()
     assert "arguments are not JSON" in chat_html
     assert "{&#x27;cmd&#x27;: ls" in chat_html or "{'cmd': ls" in chat_html
     assert "Orchestrator (thought)" in chat_html
-    assert "alice" in chat_html
+    assert '<span class="agent-name" title="name: alice">alice</span>' in chat_html
 
 
-def test_orphans_have_their_own_section(trace_client, imported_trace):
+def test_orphans_have_their_own_section(member_client, imported_trace):
     message = block_of(imported_trace, "MESSAGE", role="system")
     now = timezone.now()
     orphan = Block.objects.create(
@@ -136,7 +139,7 @@ def test_orphans_have_their_own_section(trace_client, imported_trace):
         created_at=now,
         updated_at=now,
     )
-    html = trace_client.get(page_url(imported_trace)).content.decode()
+    html = member_client.get(page_url(imported_trace)).content.decode()
     assert 'id="orphans"' in html
     assert html.index('id="orphans"') < html.index(f'id="{orphan.pk}"')
     assert "where am I" in html
@@ -151,7 +154,7 @@ def test_anonymous_is_sent_to_login(client, imported_trace):
     assert response["Location"].startswith("/accounts/login/?next=")
 
 
-def test_other_organization_gets_404_everywhere(trace_outsider_client, imported_trace):
+def test_other_organization_gets_404_everywhere(outsider_client, imported_trace):
     block = block_of(imported_trace, "TOOL_RESULT", call_id="call_search")
     sha = hashlib.sha256(PNG).hexdigest()
     base = page_url(imported_trace)
@@ -161,23 +164,23 @@ def test_other_organization_gets_404_everywhere(trace_outsider_client, imported_
         f"{base}b/{block.pk}/full",
         f"/t/{imported_trace.pk}/images/{sha}",
     ):
-        assert trace_outsider_client.get(url).status_code == 404, url
-        assert trace_outsider_client.get(url, **HTMX).status_code == 404, url
+        assert outsider_client.get(url).status_code == 404, url
+        assert outsider_client.get(url, **HTMX).status_code == 404, url
     for url in (f"{base}reward", f"{base}b/{block.pk}/reward"):
-        assert trace_outsider_client.post(url, {"action": "up"}, **HTMX).status_code == 404
-    assert trace_outsider_client.get("/t/tr_nothere/").status_code == 404
+        assert outsider_client.post(url, {"action": "up"}, **HTMX).status_code == 404
+    assert outsider_client.get("/t/tr_nothere/").status_code == 404
 
 
-def test_unknown_block_is_404(trace_client, imported_trace):
-    assert trace_client.get(f"{page_url(imported_trace)}b/tb_nope/full").status_code == 404
+def test_unknown_block_is_404(member_client, imported_trace):
+    assert member_client.get(f"{page_url(imported_trace)}b/tb_nope/full").status_code == 404
 
 
 # --- Folding ---------------------------------------------------------------------------
 
 
-def test_long_payload_is_folded_and_loaded_in_full(trace_client, imported_trace):
+def test_long_payload_is_folded_and_loaded_in_full(member_client, imported_trace):
     result = block_of(imported_trace, "TOOL_RESULT", call_id="call_search")
-    html = trace_client.get(page_url(imported_trace)).content.decode()
+    html = member_client.get(page_url(imported_trace)).content.decode()
     assert "line 0:" in html
     assert "line 399:" not in html
     full_url = f"/t/{imported_trace.pk}/b/{result.pk}/full"
@@ -185,7 +188,7 @@ def test_long_payload_is_folded_and_loaded_in_full(trace_client, imported_trace)
     assert f'hx-get="{full_url}"' in html
     assert "Show all (" in html and "KB)" in html
 
-    partial = trace_client.get(full_url, **HTMX)
+    partial = member_client.get(full_url, **HTMX)
     assert partial.status_code == 200
     body = partial.content.decode()
     assert "<html" not in body
@@ -193,27 +196,27 @@ def test_long_payload_is_folded_and_loaded_in_full(trace_client, imported_trace)
     assert LONG_OUTPUT.splitlines()[-1] in body
     assert "Show all" not in body
 
-    whole = trace_client.get(full_url)
+    whole = member_client.get(full_url)
     assert whole.status_code == 200
     page = whole.content.decode()
     assert "<html" in page and "line 399:" in page
     assert f"?focus={result.pk}#{result.pk}" in page  # back to the block in the trace
 
 
-def test_raw_is_loaded_on_demand_when_large(trace_client, trace_importer):
+def test_raw_is_loaded_on_demand_when_large(member_client, trace_importer):
     big = "word " * 2000
     trace = trace_importer([[{"role": "user", "content": big}]], dataset="raw-demand")[0]
     message = Block.objects.get(trace=trace)
-    html = trace_client.get(page_url(trace)).content.decode()
+    html = member_client.get(page_url(trace)).content.decode()
     full_url = f"/t/{trace.pk}/b/{message.pk}/full"
     assert f'hx-get="{full_url}" hx-target="#raw-{message.pk}"' in html
     assert html.count("word ") < 400  # neither payload nor raw rendered whole
     # The block's page gives htmx the partial of the place it swaps (explorer/views/base.py).
-    raw = trace_client.get(full_url, HTTP_HX_TARGET=f"raw-{message.pk}", **HTMX)
+    raw = member_client.get(full_url, HTTP_HX_TARGET=f"raw-{message.pk}", **HTMX)
     assert raw["X-Partial"] == "raw"
     assert raw.content.decode().strip().startswith(f'<div class="raw-slot" id="raw-{message.pk}"')
     assert raw.content.decode().count("word ") == 2000
-    body = trace_client.get(full_url, HTTP_HX_TARGET=f"body-{message.pk}", **HTMX)
+    body = member_client.get(full_url, HTTP_HX_TARGET=f"body-{message.pk}", **HTMX)
     assert body["X-Partial"] == "block_body"
     assert body.content.decode().startswith(f'<div class="block-body" id="body-{message.pk}"')
 
@@ -230,8 +233,9 @@ def long_trace(trace_importer) -> Trace:
     return trace_importer([events], dataset="long-trace")[0]
 
 
-def test_rows_come_in_chunks(trace_client, long_trace):
-    html = trace_client.get(page_url(long_trace)).content.decode()
+@pytest.mark.slow
+def test_rows_come_in_chunks(member_client, long_trace):
+    html = member_client.get(page_url(long_trace)).content.decode()
     page = parse(html)
     assert "turn number 149<" in html
     assert "turn number 150<" not in html
@@ -247,7 +251,7 @@ def test_rows_come_in_chunks(trace_client, long_trace):
     ]
     assert links
 
-    chunk = trace_client.get(more["hx-get"], **HTMX)
+    chunk = member_client.get(more["hx-get"], **HTMX)
     assert chunk.status_code == 200
     body = chunk.content.decode()
     assert "<html" not in body
@@ -255,19 +259,19 @@ def test_rows_come_in_chunks(trace_client, long_trace):
     assert "turn number 300<" not in body
     assert f'hx-get="/t/{long_trace.pk}/?after=300"' in body
     assert chunk["X-Partial"] == "chunk" and "HX-Request" in chunk["Vary"]
-    last = trace_client.get(f"/t/{long_trace.pk}/?after=300", **HTMX).content.decode()
+    last = member_client.get(f"/t/{long_trace.pk}/?after=300", **HTMX).content.decode()
     assert "turn number 399<" in last
     assert "?after=" not in last
     assert "End of trace" in last
 
     # Without JavaScript the same address is the page, from that row.
-    later = trace_client.get(f"/t/{long_trace.pk}/?after=150").content.decode()
+    later = member_client.get(f"/t/{long_trace.pk}/?after=150").content.decode()
     assert "turn number 150<" in later and "turn number 149<" not in later
     assert "Show from the first row" in later
 
 
-def test_every_block_has_a_permalink_that_opens_the_page_at_it(trace_client, imported_trace):
-    html = trace_client.get(page_url(imported_trace)).content.decode()
+def test_every_block_has_a_permalink_that_opens_the_page_at_it(member_client, imported_trace):
+    html = member_client.get(page_url(imported_trace)).content.decode()
     page = parse(html)
     ids = set(page.ids())
     hrefs = {a.get("href") for a in page.all("a")}
@@ -276,26 +280,26 @@ def test_every_block_has_a_permalink_that_opens_the_page_at_it(trace_client, imp
         assert f"{page_url(imported_trace)}?focus={block.pk}#{block.pk}" in hrefs
 
 
-def test_focus_renders_the_rows_around_a_far_block(trace_client, long_trace):
+def test_focus_renders_the_rows_around_a_far_block(member_client, long_trace):
     far = block_of(long_trace, "MESSAGE", content="turn number 350")
-    html = trace_client.get(f"{page_url(long_trace)}?focus={far.pk}").content.decode()
+    html = member_client.get(f"{page_url(long_trace)}?focus={far.pk}").content.decode()
     assert f'id="{far.pk}"' in html
     assert "turn number 348<" in html
     assert "turn number 10<" not in html
     assert "Show from the first row" in html
     near = block_of(long_trace, "MESSAGE", content="turn number 20")
-    html = trace_client.get(f"{page_url(long_trace)}?focus={near.pk}").content.decode()
+    html = member_client.get(f"{page_url(long_trace)}?focus={near.pk}").content.decode()
     assert "turn number 0<" in html and f'id="{near.pk}"' in html
-    bogus = trace_client.get(f"{page_url(long_trace)}?focus=tb_unknown")
+    bogus = member_client.get(f"{page_url(long_trace)}?focus=tb_unknown")
     assert bogus.status_code == 200
 
 
 # --- Rewards ---------------------------------------------------------------------------
 
 
-def test_trace_reward_through_htmx(trace_client, imported_trace):
+def test_trace_reward_through_htmx(member_client, imported_trace):
     url = f"{page_url(imported_trace)}reward"
-    response = trace_client.post(url, {"action": "down"}, **HTMX)
+    response = member_client.post(url, {"action": "down"}, **HTMX)
     assert response.status_code == 200
     imported_trace.refresh_from_db()
     assert imported_trace.extra == {"reward": 0}
@@ -305,37 +309,37 @@ def test_trace_reward_through_htmx(trace_client, imported_trace):
     assert 'class="thumb thumb-down is-on"' in body
     assert 'id="trace-reward-summary" hx-swap-oob="true"' in body
 
-    trace_client.post(url, {"action": "set", "value": "0.25"}, **HTMX)
+    member_client.post(url, {"action": "set", "value": "0.25"}, **HTMX)
     imported_trace.refresh_from_db()
     assert imported_trace.extra["reward"] == 0.25 and imported_trace.reward == 0.25
 
-    trace_client.post(url, {"action": "set", "value": "-3"}, **HTMX)
+    member_client.post(url, {"action": "set", "value": "-3"}, **HTMX)
     imported_trace.refresh_from_db()
     assert imported_trace.extra["reward"] == -3
 
-    trace_client.post(url, {"action": "clear"}, **HTMX)
+    member_client.post(url, {"action": "clear"}, **HTMX)
     imported_trace.refresh_from_db()
     assert "reward" not in imported_trace.extra
     assert imported_trace.reward == 1.0  # back to the benchmark's metadata.reward
 
 
-def test_invalid_number_is_an_inline_error(trace_client, imported_trace):
+def test_invalid_number_is_an_inline_error(member_client, imported_trace):
     url = f"{page_url(imported_trace)}reward"
     for value in ("abc", "", "nan", "inf", "1e999"):
-        response = trace_client.post(url, {"action": "set", "value": value}, **HTMX)
+        response = member_client.post(url, {"action": "set", "value": value}, **HTMX)
         assert response.status_code == 422, value
         assert 'class="reward-error" role="alert"' in response.content.decode()
     imported_trace.refresh_from_db()
     assert "reward" not in imported_trace.extra
-    no_js = trace_client.post(url, {"action": "set", "value": "abc"})
+    no_js = member_client.post(url, {"action": "set", "value": "abc"})
     assert no_js.status_code == 422
     assert "is not a number" in no_js.content.decode()
 
 
-def test_block_reward_through_htmx_and_without_js(trace_client, imported_trace):
+def test_block_reward_through_htmx_and_without_js(member_client, imported_trace):
     block = block_of(imported_trace, "TOOL_CALL", call_id="call_search")
     url = f"{page_url(imported_trace)}b/{block.pk}/reward"
-    response = trace_client.post(url, {"action": "up"}, **HTMX)
+    response = member_client.post(url, {"action": "up"}, **HTMX)
     assert response.status_code == 200
     block.refresh_from_db()
     assert block.extra == {"reward": 1}
@@ -343,37 +347,37 @@ def test_block_reward_through_htmx_and_without_js(trace_client, imported_trace):
     imported_trace.refresh_from_db()
     assert imported_trace.extra == {}  # a block's reward is not the trace's
 
-    response = trace_client.post(url, {"action": "set", "value": "0.5"})
+    response = member_client.post(url, {"action": "set", "value": "0.5"})
     assert response.status_code == 302
     assert response["Location"] == f"{page_url(imported_trace)}?focus={block.pk}#{block.pk}"
     block.refresh_from_db()
     assert block.extra == {"reward": 0.5}
 
-    trace_client.post(url, {"action": "clear"}, **HTMX)
+    member_client.post(url, {"action": "clear"}, **HTMX)
     block.refresh_from_db()
     assert block.extra == {}
 
-    response = trace_client.post(f"{page_url(imported_trace)}reward", {"action": "up"})
+    response = member_client.post(f"{page_url(imported_trace)}reward", {"action": "up"})
     assert response.status_code == 302 and response["Location"] == page_url(imported_trace)
 
 
-def test_reward_needs_post(trace_client, imported_trace):
-    assert trace_client.get(f"{page_url(imported_trace)}reward").status_code == 405
+def test_reward_needs_post(member_client, imported_trace):
+    assert member_client.get(f"{page_url(imported_trace)}reward").status_code == 405
 
 
-def test_viewer_sees_rewards_read_only_and_cannot_post(trace_viewer_client, imported_trace):
+def test_viewer_sees_rewards_read_only_and_cannot_post(viewer_client, imported_trace):
     block = block_of(imported_trace, "TOOL_CALL", call_id="call_search")
     block.extra = {"reward": 0.75}
     block.save()
-    html = trace_viewer_client.get(page_url(imported_trace)).content.decode()
+    html = viewer_client.get(page_url(imported_trace)).content.decode()
     assert 'hx-post="' not in html
     assert "reward <b>0.75</b>" in html
     for url in (
         f"{page_url(imported_trace)}reward",
         f"{page_url(imported_trace)}b/{block.pk}/reward",
     ):
-        assert trace_viewer_client.post(url, {"action": "up"}, **HTMX).status_code == 403
-        assert trace_viewer_client.post(url, {"action": "up"}).status_code == 403
+        assert viewer_client.post(url, {"action": "up"}, **HTMX).status_code == 403
+        assert viewer_client.post(url, {"action": "up"}).status_code == 403
     block.refresh_from_db()
     imported_trace.refresh_from_db()
     assert block.extra == {"reward": 0.75} and "reward" not in imported_trace.extra
@@ -399,8 +403,8 @@ def test_a_public_trace_is_readable_signed_out_but_not_writable(client, imported
     assert block.extra == {}
 
 
-def test_members_see_active_controls(trace_client, imported_trace):
-    html = trace_client.get(page_url(imported_trace)).content.decode()
+def test_members_see_active_controls(member_client, imported_trace):
+    html = member_client.get(page_url(imported_trace)).content.decode()
     assert f'hx-post="/t/{imported_trace.pk}/reward"' in html
     assert (
         html.count('name="csrfmiddlewaretoken"')
@@ -412,54 +416,54 @@ def test_members_see_active_controls(trace_client, imported_trace):
 
 
 def test_images_are_served_only_for_traces_that_reference_them(
-    trace_client, imported_trace, trace_importer
+    member_client, imported_trace, trace_importer
 ):
     sha = hashlib.sha256(PNG).hexdigest()
     url = f"/t/{imported_trace.pk}/images/{sha}"
-    response = trace_client.get(url)
+    response = member_client.get(url)
     assert response.status_code == 200
     assert response["Content-Type"] == "image/png"
     assert response["X-Content-Type-Options"] == "nosniff"
     assert "max-age=31536000" in response["Cache-Control"]
     assert response.content == PNG
-    assert trace_client.get(url, HTTP_IF_NONE_MATCH=f'"{sha}"').status_code == 304
+    assert member_client.get(url, HTTP_IF_NONE_MATCH=f'"{sha}"').status_code == 304
 
     other = trace_importer([[{"role": "user", "content": "no image here"}]], dataset="no-img")[0]
-    assert trace_client.get(f"/t/{other.pk}/images/{sha}").status_code == 404
-    assert trace_client.get(f"/t/{imported_trace.pk}/images/{'0' * 64}").status_code == 404
-    assert trace_client.get(f"/t/{imported_trace.pk}/images/not-a-sha").status_code == 404
+    assert member_client.get(f"/t/{other.pk}/images/{sha}").status_code == 404
+    assert member_client.get(f"/t/{imported_trace.pk}/images/{'0' * 64}").status_code == 404
+    assert member_client.get(f"/t/{imported_trace.pk}/images/not-a-sha").status_code == 404
 
 
 def test_a_trace_referencing_another_organizations_image_cannot_read_it(
-    imported_trace, trace_outsider_client
+    imported_trace, outsider_client, rival_org
 ):
     """Knowing the SHA-256 of another organization's image, an outsider writes a trace of
     their own whose text references it: the image stays unreadable (it used to be served,
     since images were global and any trace mentioning the hash could read them)."""
     sha = hashlib.sha256(PNG).hexdigest()
-    rival = Organization.objects.get(slug="trace-rival")
+    rival = rival_org
     ref = f"data:image/png;base64,te-image:sha256:{sha}"
     content = [{"type": "image_url", "image_url": {"url": ref}}]
     mine = import_traces(rival, "stolen", [[{"role": "user", "content": content}]])[0]
-    assert trace_outsider_client.get(page_url(mine)).status_code == 200
-    assert trace_outsider_client.get(f"/t/{mine.pk}/images/{sha}").status_code == 404
-    assert trace_outsider_client.get(f"/t/{imported_trace.pk}/images/{sha}").status_code == 404
+    assert outsider_client.get(page_url(mine)).status_code == 200
+    assert outsider_client.get(f"/t/{mine.pk}/images/{sha}").status_code == 404
+    assert outsider_client.get(f"/t/{imported_trace.pk}/images/{sha}").status_code == 404
 
 
 def test_an_image_imported_by_two_organizations_is_each_ones_own(
-    imported_trace, trace_client, trace_outsider_client
+    imported_trace, member_client, outsider_client, rival_org
 ):
     sha = hashlib.sha256(PNG).hexdigest()
-    rival = Organization.objects.get(slug="trace-rival")
+    rival = rival_org
     content = [{"type": "image_url", "image_url": {"url": PNG_URL}}]
     theirs = import_traces(rival, "same image", [[{"role": "user", "content": content}]])[0]
     assert Image.objects.filter(sha256=sha).count() == 2
-    assert trace_outsider_client.get(f"/t/{theirs.pk}/images/{sha}").content == PNG
-    assert trace_client.get(f"/t/{imported_trace.pk}/images/{sha}").content == PNG
-    assert trace_client.get(f"/t/{theirs.pk}/images/{sha}").status_code == 404
+    assert outsider_client.get(f"/t/{theirs.pk}/images/{sha}").content == PNG
+    assert member_client.get(f"/t/{imported_trace.pk}/images/{sha}").content == PNG
+    assert member_client.get(f"/t/{theirs.pk}/images/{sha}").status_code == 404
 
 
-def test_svg_is_never_inline(trace_client, trace_importer):
+def test_svg_is_never_inline(member_client, trace_importer):
     svg = (
         b'<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"><script>alert(2)</script></svg>'
     )
@@ -470,10 +474,10 @@ def test_svg_is_never_inline(trace_client, trace_importer):
     )[0]
     sha = hashlib.sha256(svg).hexdigest()
     assert Image.objects.get(sha256=sha).mime_type == "image/svg+xml"
-    html = trace_client.get(page_url(trace)).content.decode()
+    html = member_client.get(page_url(trace)).content.decode()
     assert not [img for img in parse(html).all("img") if sha in img.get("src", "")]
     assert f'href="/t/{trace.pk}/images/{sha}" download' in html
-    response = trace_client.get(f"/t/{trace.pk}/images/{sha}")
+    response = member_client.get(f"/t/{trace.pk}/images/{sha}")
     assert response.status_code == 200
     assert response["Content-Type"] == "application/octet-stream"
     assert response["Content-Disposition"].startswith("attachment")
@@ -482,7 +486,8 @@ def test_svg_is_never_inline(trace_client, trace_importer):
 # --- Size ------------------------------------------------------------------------------
 
 
-def test_five_thousand_blocks_open_with_a_small_page(trace_client, org):
+@pytest.mark.slow
+def test_five_thousand_blocks_open_with_a_small_page(member_client, org):
     """5,000 blocks, about 20 MB of payloads: the first response stays well under 1.5 MB."""
     filler = "The quick brown fox jumps over the lazy dog. " * 90  # ~4 KB
     events = [{"role": "user", "content": "Start. " + filler}]
@@ -512,7 +517,7 @@ def test_five_thousand_blocks_open_with_a_small_page(trace_client, org):
     assert Block.objects.filter(trace=trace).count() == 5000
 
     started = time.perf_counter()
-    response = trace_client.get(page_url(trace))
+    response = member_client.get(page_url(trace))
     seconds = time.perf_counter() - started
     assert response.status_code == 200
     size = len(response.content)
@@ -522,7 +527,7 @@ def test_five_thousand_blocks_open_with_a_small_page(trace_client, org):
     assert seconds < 20, seconds
     rows = html.count('class="row"')
     print(f"5,000 blocks: first response {size} bytes in {seconds:.2f} s, {rows} rows")
-    chunk = trace_client.get(f"/t/{trace.pk}/?after=40", **HTMX)
+    chunk = member_client.get(f"/t/{trace.pk}/?after=40", **HTMX)
     assert chunk.status_code == 200 and len(chunk.content) < 1_500_000
 
 
@@ -531,9 +536,20 @@ def test_import_helper_reads_event_arrays(org):
     assert len(traces) == 1
 
 
-def test_markdown_can_be_read_as_plain_text(trace_client, imported_trace):
+def test_markdown_can_be_read_as_plain_text(member_client, imported_trace):
     system = block_of(imported_trace, "MESSAGE", role="system")
-    html = trace_client.get(page_url(imported_trace)).content.decode()
+    html = member_client.get(page_url(imported_trace)).content.decode()
     assert f'hx-get="/t/{imported_trace.pk}/b/{system.pk}/full?as=text"' in html
-    body = trace_client.get(f"/t/{imported_trace.pk}/b/{system.pk}/full?as=text", **HTMX)
+    body = member_client.get(f"/t/{imported_trace.pk}/b/{system.pk}/full?as=text", **HTMX)
     assert '<pre class="text as-text">Be **brief**.</pre>' in body.content.decode()
+
+
+def test_reward_shown_from_metadata_when_extra_reward_is_not_a_number(trace_client, imported_trace):
+    # A string in extra.reward is an annotation the reward column does not count: the
+    # number shown is the benchmark's metadata.reward, and the page must say so.
+    trace_patch(trace=imported_trace, extra={"reward": "great"})
+    html = trace_client.get(page_url(imported_trace)).content.decode()
+    assert "from metadata" in html and "from annotation" not in html
+    trace_patch(trace=imported_trace, extra={"reward": 0.5})
+    html = trace_client.get(page_url(imported_trace)).content.decode()
+    assert "from annotation" in html

@@ -68,9 +68,14 @@ URL_ATTRIBUTES = {"href", "src", "action", "formaction", "xlink:href", "poster",
 FORBIDDEN_TAGS = {"iframe", "frame", "frameset", "object", "embed", "applet", "svg", "math",
                   "base", "style", "template", "noscript", "textarea", "select",
                   "video", "audio", "source", "portal"}  # fmt: skip
-# The page's own forms: logout, rewards, and go to block / row and find-in-trace (GET).
+# The page's own forms: logout, rewards, annotations, and go to block / row and
+# find-in-trace (GET).
 FORM_ACTION = re.compile(
-    r"^/(accounts/logout/|t/[A-Za-z0-9_]+/((b/[A-Za-z0-9_]+/)?reward|outline)?)$"
+    r"^/(accounts/logout/|t/[A-Za-z0-9_]+/((b/[A-Za-z0-9_]+/)?reward|outline)?"
+    r"|t/[A-Za-z0-9_]+/annotations(/[A-Za-z0-9_]+/remove)?)$"
+)
+HX_TARGET = re.compile(
+    r"^(#(body|raw)-[A-Za-z0-9_]+|#annotations|closest \.more-rows|#outline)$"
 )
 OWN_IMAGE = re.compile(r"^/t/[A-Za-z0-9_]+/images/[0-9a-f]{64}$")
 
@@ -223,7 +228,7 @@ class Checker(HTMLParser):
             if not value.startswith("/t/"):
                 self.problems.append(f"<{tag} {name}={value!r}>")
         elif name == "hx-target":
-            if not re.match(r"^(#(body|raw)-[A-Za-z0-9_]+|closest \.more-rows|#outline)$", value):
+            if not HX_TARGET.match(value):
                 self.problems.append(f"<{tag} {name}={value!r}>")
         elif name == "hx-swap":
             if value not in ("outerHTML", "innerHTML"):
@@ -269,15 +274,15 @@ def check(html: str, *, page: bool) -> Checker:
 
 
 @pytest.fixture
-def hostile_traces(org, trace_member) -> list[Trace]:
+def hostile_traces(org, member) -> list[Trace]:
     traces = import_traces(org, "<script>alert('ds')</script>", [chat_events(), blocks_trace()])
     trace_patch(trace=traces[1], extra={**OBJECT, "note": ALL})
     return traces
 
 
-def test_no_attack_runs_on_the_trace_page(trace_client, hostile_traces):
+def test_no_attack_runs_on_the_trace_page(member_client, hostile_traces):
     for trace in hostile_traces:
-        response = trace_client.get(f"/t/{trace.pk}/")
+        response = member_client.get(f"/t/{trace.pk}/")
         assert response.status_code == 200
         html = response.content.decode()
         checker = check(html, page=True)
@@ -289,20 +294,20 @@ def test_no_attack_runs_on_the_trace_page(trace_client, hostile_traces):
         assert "<svg onload=alert('s5')>" in text
 
 
-def test_content_reaches_each_place(trace_client, hostile_traces):
+def test_content_reaches_each_place(member_client, hostile_traces):
     chat, blocks = hostile_traces
-    chat_text = "".join(check(trace_client.get(f"/t/{chat.pk}/").content.decode(), page=True).text)
+    chat_text = "".join(check(member_client.get(f"/t/{chat.pk}/").content.decode(), page=True).text)
     for name in TOOL_NAMES:
         assert name in chat_text
     assert "<script>alert('r1')</script>" in chat_text  # a role
     assert "arguments are not JSON" in chat_text
-    html = trace_client.get(f"/t/{blocks.pk}/").content.decode()
+    html = member_client.get(f"/t/{blocks.pk}/").content.decode()
     blocks_text = "".join(check(html, page=True).text)
     assert "<script>alert('name')</script>{{ 7*7 }}" in blocks_text  # the trace's name
     assert "<script>alert('ds')</script>" in blocks_text  # the dataset's name
     # A part past the fold is in the block's full view.
     full = "".join(
-        "".join(check(trace_client.get(f"/t/{chat.pk}/b/{b.pk}/full", **HTMX).content.decode(),
+        "".join(check(member_client.get(f"/t/{chat.pk}/b/{b.pk}/full", **HTMX).content.decode(),
                       page=False).text)
         for b in Block.objects.filter(trace=chat, sub_type="MESSAGE")
     )  # fmt: skip
@@ -310,41 +315,42 @@ def test_content_reaches_each_place(trace_client, hostile_traces):
     assert "javascript:alert('p1')" in full
 
 
-def test_no_attack_runs_in_fragments_and_block_pages(trace_client, hostile_traces):
+@pytest.mark.slow  # every fragment and block page of the whole corpus
+def test_no_attack_runs_in_fragments_and_block_pages(member_client, hostile_traces):
     for trace in hostile_traces:
         for block in Block.objects.filter(trace=trace):
             base = f"/t/{trace.pk}/b/{block.pk}"
-            partial = trace_client.get(f"{base}/full", **HTMX)
+            partial = member_client.get(f"{base}/full", **HTMX)
             assert partial.status_code == 200
             check(partial.content.decode(), page=False)
-            raw = trace_client.get(f"{base}/full", HTTP_HX_TARGET=f"raw-{block.pk}", **HTMX)
+            raw = member_client.get(f"{base}/full", HTTP_HX_TARGET=f"raw-{block.pk}", **HTMX)
             check(raw.content.decode(), page=False)
-            whole = trace_client.get(f"{base}/full")
+            whole = member_client.get(f"{base}/full")
             assert whole.status_code == 200
             check(whole.content.decode(), page=True)
-        chunk = trace_client.get(f"/t/{trace.pk}/?after=0", **HTMX)
+        chunk = member_client.get(f"/t/{trace.pk}/?after=0", **HTMX)
         check(chunk.content.decode(), page=False)
 
 
-def test_no_attack_runs_in_reward_answers(trace_client, hostile_traces):
+def test_no_attack_runs_in_reward_answers(member_client, hostile_traces):
     trace = hostile_traces[1]
     block = Block.objects.filter(trace=trace, sub_type="TOOL_CALL").get()
     for url in (f"/t/{trace.pk}/reward", f"/t/{trace.pk}/b/{block.pk}/reward"):
         for attack in ATTACKS[:3]:
-            bad = trace_client.post(url, {"action": "set", "value": attack}, **HTMX)
+            bad = member_client.post(url, {"action": "set", "value": attack}, **HTMX)
             assert bad.status_code == 422
             check(bad.content.decode(), page=False)
-            no_js = trace_client.post(url, {"action": "set", "value": attack})
+            no_js = member_client.post(url, {"action": "set", "value": attack})
             assert no_js.status_code == 422
             check(no_js.content.decode(), page=True)
-        good = trace_client.post(url, {"action": "up"}, **HTMX)
+        good = member_client.post(url, {"action": "up"}, **HTMX)
         assert good.status_code == 200
         check(good.content.decode(), page=False)
 
 
-def test_viewer_page_is_safe_too(trace_viewer_client, hostile_traces):
+def test_viewer_page_is_safe_too(viewer_client, hostile_traces):
     for trace in hostile_traces:
-        html = trace_viewer_client.get(f"/t/{trace.pk}/").content.decode()
+        html = viewer_client.get(f"/t/{trace.pk}/").content.decode()
         check(html, page=True)
 
 

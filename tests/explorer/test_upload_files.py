@@ -55,6 +55,7 @@ def test_each_file_reads_its_own_bytes_line_by_line_and_after_a_seek():
         uploaded[0].read()
 
 
+@pytest.mark.slow
 def test_a_request_holds_one_descriptor_whatever_its_number_of_files():
     contents = {f"run-{n}.jsonl": b"x" * n + b"\n" for n in range(2000)}
     before = open_descriptors()

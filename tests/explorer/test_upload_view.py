@@ -10,8 +10,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
-from tests.explorer.conftest_dataset import *  # noqa: F403 (fixtures: ui_org, members_client...)
-from tests.explorer.conftest_dataset import (
+from tests.explorer.conftest import (
     XSS,
     chat,
     html_problems,
@@ -57,67 +56,70 @@ def bad_file():
     return upload("broken.jsonl", lines)
 
 
-def test_the_form(members_client, tasks_dataset):
-    html = members_client.get(URL).content.decode()
+def test_the_form(member_client, tasks_dataset):
+    html = member_client.get(URL).content.decode()
     assert 'enctype="multipart/form-data"' in html and "csrfmiddlewaretoken" in html
     assert 'type="file" name="files" multiple' in html
     assert f'<option value="{tasks_dataset.pk}">airline-run</option>' in html
-    assert '<input type="hidden" name="organization" value="lab">' in html  # one organization
+    assert '<input type="hidden" name="organization" value="acme">' in html  # one organization
     # htmx posts the same form and fills its <progress> (static/js/app.js): no script of
     # its own.
     assert 'hx-post="/upload/" hx-encoding="multipart/form-data"' in html
     assert 'hx-indicator="#upload-progress"' in html and "<progress" in html
     assert "/static/js/upload.js" not in html
-    preselected = members_client.get(URL, {"dataset": tasks_dataset.pk}).content.decode()
+    preselected = member_client.get(URL, {"dataset": tasks_dataset.pk}).content.decode()
     assert f'<option value="{tasks_dataset.pk}" selected>' in preselected
 
 
-def test_upload_into_a_new_dataset_redirects_to_it(members_client, ui_org):
-    response = members_client.post(
+def test_upload_into_a_new_dataset_redirects_to_it(member_client, org):
+    response = member_client.post(
         URL, {"files": [upload("run.jsonl", three_traces())], "dataset": "", "name": "fresh"}
     )
-    dataset = Dataset.objects.get(organization=ui_org, name="fresh")
+    dataset = Dataset.objects.get(organization=org, name="fresh")
     assert response.status_code == 302
     assert response["Location"] == reverse("dataset", args=[dataset.pk])
     assert dataset.traces.count() == 3 and dataset.metadata == {
         "accuracy": 0.5,
         "benchmark": "demo",
     }
-    page = members_client.get(response["Location"]).content.decode()
+    page = member_client.get(response["Location"]).content.decode()
     assert "Imported 3 traces" in page and "computed 0.333 over 3 of 3 traces" in page
 
 
-def test_upload_several_files_into_an_existing_dataset(members_client, tasks_dataset):
+def test_upload_several_files_into_an_existing_dataset(member_client, tasks_dataset):
     files = [upload("a.jsonl", three_traces()), upload("b.jsonl", three_traces()[1:])]
-    response = members_client.post(URL, {"files": files, "dataset": tasks_dataset.pk})
+    # b.jsonl repeats two traces of a.jsonl: imported again only with the box ticked.
+    response = member_client.post(
+        URL, {"files": files, "dataset": tasks_dataset.pk, "allow_duplicates": "1"}
+    )
     assert response.status_code == 302
     assert tasks_dataset.traces.count() == 12
     assert sorted(tasks_dataset.traces.values_list("index", flat=True)) == list(range(12))
 
 
-def test_htmx_is_sent_to_the_dataset_with_hx_redirect(members_client, tasks_dataset):
-    response = members_client.post(
+def test_htmx_is_sent_to_the_dataset_with_hx_redirect(member_client, tasks_dataset):
+    response = member_client.post(
         URL, {"files": [upload("a.jsonl", three_traces())], "dataset": tasks_dataset.pk}, **HTMX
     )
     expected = reverse("dataset", args=[tasks_dataset.pk])
     assert response.status_code == 200 and response["HX-Redirect"] == expected
     assert tasks_dataset.traces.count() == 9  # six before, three more
-    page = members_client.get(expected).content.decode()
+    page = member_client.get(expected).content.decode()
     assert "Imported 3 traces" in page  # the message waits for the dataset's page
 
 
-def test_big_files_stream_from_a_temporary_file(members_client, settings, ui_org):
+def test_big_files_stream_from_a_temporary_file(member_client, settings, org):
     settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 1024  # every upload goes to disk
     lines = [{"messages": chat("x" * 500 + f" {i}")} for i in range(50)]
-    response = members_client.post(URL, {"files": [upload("big.jsonl", lines)], "name": "big"})
+    response = member_client.post(URL, {"files": [upload("big.jsonl", lines)], "name": "big"})
     assert response.status_code == 302
     assert Dataset.objects.get(name="big").traces.count() == 50
 
 
-def test_a_bad_file_lists_every_problem_and_writes_nothing(members_client, tasks_dataset):
+def test_a_bad_file_lists_every_problem_and_writes_nothing(member_client, tasks_dataset):
     before = counts()
     files = [upload("good.jsonl", three_traces()), bad_file()]
-    response = members_client.post(URL, {"files": files, "name": "never-created"})
+    response = member_client.post(URL, {"files": files, "name": "never-created"})
     assert response.status_code == 422
     assert counts() == before
     assert not Dataset.objects.filter(name="never-created").exists()
@@ -131,13 +133,13 @@ def test_a_bad_file_lists_every_problem_and_writes_nothing(members_client, tasks
     assert "role must be a non-empty string" in table
     assert 'value="never-created"' in html  # the form keeps what was typed
     # Into an existing dataset: unchanged.
-    response = members_client.post(URL, {"files": [bad_file()], "dataset": tasks_dataset.pk})
+    response = member_client.post(URL, {"files": [bad_file()], "dataset": tasks_dataset.pk})
     assert response.status_code == 422 and counts() == before
 
 
-def test_htmx_gets_the_problems_partial(members_client, ui_org):
+def test_htmx_gets_the_problems_partial(member_client, org):
     before = counts()
-    response = members_client.post(URL, {"files": [bad_file()], "name": "x"}, **HTMX)
+    response = member_client.post(URL, {"files": [bad_file()], "name": "x"}, **HTMX)
     html = response.content.decode()
     assert response.status_code == 422 and counts() == before
     assert response["X-Partial"] == "result"  # static/js/app.js swaps it in
@@ -145,72 +147,73 @@ def test_htmx_gets_the_problems_partial(members_client, ui_org):
     assert "Nothing was written" in html and "broken.jsonl" in html
 
 
-def test_htmx_gets_the_form_errors_in_the_result_partial(members_client, ui_org):
-    response = members_client.post(URL, {"name": "no files"}, **HTMX)
+def test_htmx_gets_the_form_errors_in_the_result_partial(member_client, org):
+    response = member_client.post(URL, {"name": "no files"}, **HTMX)
     html = response.content.decode()
     assert response.status_code == 400 and response["X-Partial"] == "result"
     assert "<html" not in html and "Choose one or more files." in html
 
 
-def test_form_errors(members_client, ui_org, ui_member, ui_rival):
-    response = members_client.post(URL, {"name": "no files"})
+def test_form_errors(member_client, org, member, rival_org):
+    response = member_client.post(URL, {"name": "no files"})
     assert response.status_code == 400 and "Choose one or more files." in response.content.decode()
-    response = members_client.post(URL, {"files": [upload("a.jsonl", three_traces())]})
+    response = member_client.post(URL, {"files": [upload("a.jsonl", three_traces())]})
     assert response.status_code == 400 and "non-empty" in response.content.decode()
     # Someone in two organizations names the one of a new dataset.
     from traces.models import Membership
 
-    Membership.objects.create(user=ui_member, organization=ui_rival, role="owner")
-    html = members_client.get(URL).content.decode()
+    Membership.objects.create(user=member, organization=rival_org, role="owner")
+    html = member_client.get(URL).content.decode()
     assert '<select id="upload-org" name="organization">' in html
-    response = members_client.post(URL, {"files": [upload("a.jsonl", three_traces())], "name": "n"})
+    response = member_client.post(URL, {"files": [upload("a.jsonl", three_traces())], "name": "n"})
     assert (
         response.status_code == 400
         and "choose the organization" in response.content.decode().lower()
     )
-    response = members_client.post(
+    response = member_client.post(
         URL,
-        {"files": [upload("a.jsonl", three_traces())], "name": "n", "organization": "rival-lab"},
+        {"files": [upload("a.jsonl", three_traces())], "name": "n", "organization": "rival"},
     )
     assert response.status_code == 302
-    assert Dataset.objects.get(name="n").organization == ui_rival
+    assert Dataset.objects.get(name="n").organization == rival_org
 
 
-def test_a_viewer_cannot_upload(viewers_client, tasks_dataset):
+def test_a_viewer_cannot_upload(viewer_client, tasks_dataset):
     before = counts()
-    html = viewers_client.get(URL).content.decode()
+    html = viewer_client.get(URL).content.decode()
     assert "You cannot upload here" in html and 'type="file"' not in html
-    response = viewers_client.post(
+    response = viewer_client.post(
         URL, {"files": [upload("a.jsonl", three_traces())], "dataset": tasks_dataset.pk}
     )
     assert response.status_code == 403 and counts() == before
-    response = viewers_client.post(
-        URL, {"files": [upload("a.jsonl", three_traces())], "name": "sneaky", "organization": "lab"}
+    response = viewer_client.post(
+        URL,
+        {"files": [upload("a.jsonl", three_traces())], "name": "sneaky", "organization": "acme"},
     )
     assert response.status_code == 403 and counts() == before
     # Preselected from the dataset page: told why not.
-    html = viewers_client.get(URL, {"dataset": tasks_dataset.pk}).content.decode()
+    html = viewer_client.get(URL, {"dataset": tasks_dataset.pk}).content.decode()
     assert "You cannot upload here" in html
 
 
-def test_a_public_dataset_of_another_organization_is_read_only(members_client, ui_rival):
-    public = import_lines(ui_rival, "theirs", [{"messages": chat("hi")}])
+def test_a_public_dataset_of_another_organization_is_read_only(member_client, rival_org):
+    public = import_lines(rival_org, "theirs", [{"messages": chat("hi")}])
     public.is_public = True
     public.save()
     before = counts()
-    response = members_client.post(
+    response = member_client.post(
         URL, {"files": [upload("a.jsonl", three_traces())], "dataset": public.pk}
     )
     # Readable only because it is public: a write answers as if it did not exist.
     assert response.status_code == 404 and counts() == before
-    html = members_client.get(URL, {"dataset": public.pk}).content.decode()
+    html = member_client.get(URL, {"dataset": public.pk}).content.decode()
     assert "You can read <strong>theirs</strong> but not upload into it" in html
 
 
-def test_another_organizations_private_dataset_is_not_found(members_client, ui_rival):
-    private = import_lines(ui_rival, "secret", [{"messages": chat("hi")}])
+def test_another_organizations_private_dataset_is_not_found(member_client, rival_org):
+    private = import_lines(rival_org, "secret", [{"messages": chat("hi")}])
     before = counts()
-    response = members_client.post(
+    response = member_client.post(
         URL, {"files": [upload("a.jsonl", three_traces())], "dataset": private.pk}
     )
     assert response.status_code == 404 and counts() == before
@@ -225,9 +228,11 @@ def browser(user) -> tuple[Client, str]:
     return client, client.cookies["csrftoken"].value
 
 
-def test_too_many_files_answer_413_with_the_page_and_the_script_checks_first(ui_member, settings):
+def test_too_many_files_answer_413_with_the_page_and_the_script_checks_first(
+    member, settings
+):
     settings.DATA_UPLOAD_MAX_NUMBER_FILES = 2
-    client, token = browser(ui_member)
+    client, token = browser(member)
     html = client.get(URL).content.decode()
     assert 'data-max-files="2"' in html  # static/js/app.js refuses more before sending
     before = counts()
@@ -239,9 +244,9 @@ def test_too_many_files_answer_413_with_the_page_and_the_script_checks_first(ui_
     assert "More than 2 files in one upload (UPLOAD_MAX_FILES)" in html
 
 
-def test_too_many_files_give_htmx_the_result_partial(ui_member, settings):
+def test_too_many_files_give_htmx_the_result_partial(member, settings):
     settings.DATA_UPLOAD_MAX_NUMBER_FILES = 2
-    client, token = browser(ui_member)
+    client, token = browser(member)
     files = [upload(f"{n}.jsonl", three_traces()) for n in range(3)]
     body = {"files": files, "name": "many", "csrfmiddlewaretoken": token}
     response = client.post(URL, body, **HTMX)
@@ -251,8 +256,8 @@ def test_too_many_files_give_htmx_the_result_partial(ui_member, settings):
     assert 'id="upload-result"' in html and "More than 2 files" in html
 
 
-def test_an_upload_over_the_size_cap_answers_413_unread(ui_member, settings):
-    client, token = browser(ui_member)
+def test_an_upload_over_the_size_cap_answers_413_unread(member, settings):
+    client, token = browser(member)
     lines = [{"messages": chat("x" * 2000)}]
     settings.UPLOAD_MAX_BYTES = 1000
     before = counts()
@@ -265,11 +270,11 @@ def test_an_upload_over_the_size_cap_answers_413_unread(ui_member, settings):
     assert "exceeds the 1000-byte limit (UPLOAD_MAX_BYTES)" in html
 
 
-def test_hundreds_of_files_upload_within_a_low_file_descriptor_limit(ui_member, settings):
+def test_hundreds_of_files_upload_within_a_low_file_descriptor_limit(member, settings):
     """Each uploaded file used to keep a temporary file open until the request ended:
     past the process's descriptor limit (1,024 by default) the upload answered 500."""
     settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 0  # Django's own handlers: every file to disk
-    client, token = browser(ui_member)
+    client, token = browser(member)
     files = [upload(f"run-{n}.jsonl", [{"messages": chat(f"run {n}")}]) for n in range(300)]
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (128, hard))
@@ -283,9 +288,9 @@ def test_hundreds_of_files_upload_within_a_low_file_descriptor_limit(ui_member, 
     assert Dataset.objects.get(name="many runs").traces.count() == 300
 
 
-def test_uploads_leave_no_file_and_no_descriptor_open(ui_member, settings, tmp_path):
+def test_uploads_leave_no_file_and_no_descriptor_open(member, settings, tmp_path):
     settings.FILE_UPLOAD_TEMP_DIR = str(tmp_path)
-    client, token = browser(ui_member)
+    client, token = browser(member)
 
     def post(files, name):
         return client.post(URL, {"files": files, "name": name, "csrfmiddlewaretoken": token})
@@ -300,9 +305,9 @@ def test_uploads_leave_no_file_and_no_descriptor_open(ui_member, settings, tmp_p
     assert list(tmp_path.iterdir()) == []
 
 
-def test_csrf_is_required(ui_member, ui_org):
+def test_csrf_is_required(member, org):
     client = Client(enforce_csrf_checks=True)
-    client.force_login(ui_member)
+    client.force_login(member)
     response = client.post(URL, {"files": [upload("a.jsonl", three_traces())], "name": "csrf"})
     assert response.status_code == 403 and not Dataset.objects.filter(name="csrf").exists()
 
@@ -312,7 +317,7 @@ def test_sign_in_is_required(client):
 
 
 @pytest.mark.parametrize("headers", [{}, HTMX])
-def test_no_script_from_data_on_a_failed_upload(members_client, ui_org, headers):
+def test_no_script_from_data_on_a_failed_upload(member_client, org, headers):
     script, img, js = XSS
     call = {"id": "c", "type": "function", "function": {"name": img, "arguments": "{}"}}
     lines = [
@@ -320,9 +325,9 @@ def test_no_script_from_data_on_a_failed_upload(members_client, ui_org, headers)
         {"messages": [{"role": "assistant", "content": None, "tool_calls": [call]}]},
     ]
     bad = SimpleUploadedFile(f"{script}.jsonl", jsonl(lines))
-    response = members_client.post(URL, {"files": [bad], "name": img}, **headers)
+    response = member_client.post(URL, {"files": [bad], "name": img}, **headers)
     html = response.content.decode()
     assert response.status_code == 422
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert html_problems(html) == []
-    assert json.dumps(html_problems(members_client.get(URL).content.decode())) == "[]"
+    assert json.dumps(html_problems(member_client.get(URL).content.decode())) == "[]"

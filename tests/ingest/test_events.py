@@ -3,6 +3,8 @@ trace_import in tests/services/test_trace_import.py)."""
 
 import time
 
+import pytest
+
 from traces.ingest.events import events_to_blocks
 from traces.validation import Limits
 
@@ -34,6 +36,7 @@ def test_a_reused_id_gets_the_next_free_suffix():
     assert stored_call_ids(events) == ["call_1", "call_1#3", "call_1#2", "call_1#4"]
 
 
+@pytest.mark.slow
 def test_suffixing_reused_ids_costs_linear_time():
     """20,000 reuses of one id took minutes (each reuse tried every earlier suffix)."""
     events = reusing_one_id(20_000)

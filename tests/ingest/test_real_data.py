@@ -43,6 +43,7 @@ def test_the_expectations_cover_every_data_file():
     assert found == set(EXPECTED)
 
 
+@pytest.mark.slow  # every real benchmark file through trace_import
 @pytest.mark.parametrize("relative", sorted(EXPECTED))
 def test_it_imports_the_real_file(org, relative):
     path = SHARED_DATA / relative

@@ -5,8 +5,11 @@ shows them."""
 import io
 import json
 
+import pytest
+
 from traces.models import Dataset
 from traces.selectors.datasets import (
+    dataset_export_disposition,
     dataset_trace_rows,
     dataset_traces,
     datasets_by_organization,
@@ -17,8 +20,10 @@ from traces.services.organizations import organization_get_or_create
 
 
 def imported(org, name: str, rewards: list[float]) -> Dataset:
-    traces = [{"messages": [{"role": "user", "content": f"hi {r}"}], "metadata": {"reward": r}}
-              for r in rewards]  # fmt: skip
+    traces = [
+        {"messages": [{"role": "user", "content": f"hi {name} {n}"}], "metadata": {"reward": r}}
+        for n, r in enumerate(rewards)
+    ]
     lines = b"".join(json.dumps(trace).encode() + b"\n" for trace in traces)
     return trace_import(
         organization=org, dataset_name=name, files=[(f"{name}.jsonl", io.BytesIO(lines))]
@@ -62,5 +67,32 @@ def test_a_datasets_trace_rows_carry_their_first_user_message_not_their_metadata
     dataset = imported(org, "rows", [1])
     imported(org, "other", [0, 0])
     (row,) = dataset_trace_rows(traces=dataset_traces(dataset=dataset))
-    assert row.first_user_payload is not None and "hi 1" in str(row.first_user_payload)
+    assert row.first_user_payload is not None and "hi rows 0" in str(row.first_user_payload)
     assert "metadata" in row.get_deferred_fields() and "extra" in row.get_deferred_fields()
+
+
+# --- The export's Content-Disposition (harden F10e) --------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "header"),
+    [
+        ("airline-run", 'attachment; filename="airline-run.chat.jsonl"'),
+        (
+            "数据集 二",
+            "attachment; filename=\"dataset.chat.jsonl\"; "
+            "filename*=UTF-8''%E6%95%B0%E6%8D%AE%E9%9B%86_%E4%BA%8C.chat.jsonl",
+        ),
+        (
+            "café \"run\"",
+            "attachment; filename=\"cafe__run_.chat.jsonl\"; "
+            "filename*=UTF-8''caf%C3%A9__run_.chat.jsonl",
+        ),
+        ("\u202eevil", 'attachment; filename="_evil.chat.jsonl"'),
+    ],
+    ids=["ascii", "chinese", "accents and quotes", "bidi control"],
+)
+def test_the_export_header_has_an_ascii_name_and_the_utf8_one(org, name, header):
+    dataset = Dataset.objects.create(organization=org, name=name)
+    assert dataset_export_disposition(dataset=dataset, fmt="chat") == header
+    header.encode("ascii")  # a header any client and server can carry

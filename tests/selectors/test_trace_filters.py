@@ -52,6 +52,7 @@ SAME_FILTERS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("form", "query"), SAME_FILTERS)
 def test_the_page_and_the_api_list_the_same_traces_for_the_same_filter(
     org, api, client, traces, form, query

@@ -13,11 +13,11 @@ import re
 from html import unescape
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.urls import reverse
 
+from tests.conftest import user_in
 from tests.threads import run_together
-from traces.models import Dataset, Membership, Trace
+from traces.models import Dataset, Trace
 from traces.services.annotations import trace_extra_update
 from traces.services.datasets import dataset_create, dataset_update
 from traces.services.imports import trace_import
@@ -82,8 +82,7 @@ def test_a_stale_rename_keeps_a_later_make_private_and_metadata(public_dataset):
 
 @pytest.mark.django_db
 def test_a_stale_visibility_toggle_keeps_metadata_merged_since(public_dataset, client):
-    user = get_user_model().objects.create_user("owner", password="pw")
-    Membership.objects.create(user=user, organization=public_dataset.organization, role="owner")
+    user = user_in(public_dataset.organization, "owner", "owner")
     client.force_login(user)
     dataset_update(dataset=Dataset.objects.get(pk=public_dataset.pk), metadata={"new": 1})
     response = client.post(reverse("dataset-visibility", args=[public_dataset.pk]), {"public": 0})
@@ -122,7 +121,8 @@ def test_imports_and_updates_at_once_keep_every_write(public_dataset):
     stale = stale_copies(public_dataset, WRITERS)
 
     def importer(i):
-        lines = [{"metadata": {f"import{i}": i}}, [{"role": "user", "content": "hi"}]]
+        # Distinct runs: identical ones would be skipped as duplicates.
+        lines = [{"metadata": {f"import{i}": i}}, [{"role": "user", "content": f"hi {i}"}]]
         data = "".join(json.dumps(line) + "\n" for line in lines).encode()
         return trace_import(
             organization=org, dataset_name="shared", files=[("f.jsonl", io.BytesIO(data))]

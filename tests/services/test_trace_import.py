@@ -279,13 +279,12 @@ def test_a_block_array_may_hold_several_results_without_seq(org):
     assert [r.result_seq for r in results] == [None, 0, None]
 
 
+@pytest.mark.postgres  # statistics are PostgreSQL's concern: SQLite plans without them
 def test_a_large_import_refreshes_postgresql_statistics_before_its_commit(org, monkeypatch):
     from django.db import connection
 
     from traces.services import imports
 
-    if connection.vendor != "postgresql":
-        pytest.skip("statistics are PostgreSQL's concern: SQLite plans without them")
     monkeypatch.setattr(imports, "ANALYZE_AFTER_BLOCKS", 1)
     path = FIXTURES / "spec000_full_trace.json"
     run(org, (path.name, path.open("rb")))

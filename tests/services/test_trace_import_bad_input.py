@@ -1,5 +1,6 @@
 """Every kind of bad input gets a clear problem, and nothing is written."""
 
+import io
 import json
 
 import pytest
@@ -8,7 +9,7 @@ from django.test import override_settings
 from tests.conftest import as_file
 from traces.errors import ImportFailed
 from traces.models import Block, Dataset, Image, Trace
-from traces.services.imports import trace_import
+from traces.services.imports import MAX_PROBLEMS, trace_import
 
 USER = {"role": "user", "content": "hi"}
 
@@ -146,8 +147,8 @@ def test_it_refuses_two_results_of_one_call_with_one_seq(org):
     )
 
 
-@override_settings(LIMIT_MSG_BYTES=10)
-def test_it_refuses_a_payload_over_its_limit_with_the_exact_size(org):
+@override_settings(LIMIT_IMPORT_MESSAGE_BYTES=10)
+def test_it_refuses_a_message_over_the_import_limit_with_the_exact_size(org):
     text = "é" * 8  # 16 bytes in UTF-8
     found = only(problems_for(org, json.dumps([{"role": "user", "content": text}])))
     assert found["code"] == "PAYLOAD_TOO_LARGE"
@@ -256,3 +257,26 @@ def test_a_null_metadata_or_extra_stands_for_none(org, field):
     assert result.traces == 2
     [block] = Block.objects.filter(trace__dataset=result.dataset, trace__index=0)
     assert getattr(block, field) == {}
+
+
+# --- The problem cap (harden F10b) -------------------------------------------------------
+
+
+def test_an_import_stops_reading_once_it_has_found_the_most_problems_it_lists(org):
+    """It used to read (and check) the rest of the file, and every later file, after it
+    had found MAX_PROBLEMS problems."""
+    bad_line = json.dumps([{"role": "user", "content": ""}, {"role": "tool"}]) + "\n"
+    first = io.BytesIO((bad_line * (MAX_PROBLEMS * 10)).encode())
+    second = io.BytesIO(bad_line.encode())
+    files = [("first.jsonl", first), ("second.jsonl", second)]
+    with pytest.raises(ImportFailed) as caught:
+        trace_import(organization=org, dataset_name="runs", files=files)
+    problems = caught.value.problems
+    assert first.tell() < len(first.getvalue()) // 2
+    assert second.tell() == 0
+    assert len(problems) == MAX_PROBLEMS + 1
+    assert problems[-1]["message"] == (
+        f"stopped after {MAX_PROBLEMS} problems: the rest of the upload was not read"
+    )
+    assert problems[-1]["rule"] == "too_many_problems"
+    assert not Trace.objects.exists()

@@ -1,11 +1,11 @@
-"""Who is calling: a bearer API key (one organization, one role) or a browser session (CSRF
-enforced). What they may do is traces.policy's answer."""
+"""Who is calling: a bearer API key (one organization, one role), a browser session (CSRF
+enforced), or nobody (reads only). What they may do is traces.policy's answer."""
 
 from dataclasses import dataclass
 
 from rest_framework.authentication import BaseAuthentication, SessionAuthentication
 from rest_framework.exceptions import AuthenticationFailed
-from rest_framework.permissions import BasePermission
+from rest_framework.permissions import SAFE_METHODS, BasePermission
 
 from traces.models import ApiKey
 from traces.policy import Actor
@@ -50,8 +50,14 @@ class CsrfSessionAuthentication(SessionAuthentication):
     """Session cookies work too, with DRF's CSRF check on unsafe methods."""
 
 
-class IsAuthenticated(BasePermission):
+class SignedInToWrite(BasePermission):
+    """Reads are open to anyone, signed in or not: traces.policy answers them (a public
+    dataset is readable by anyone; anything else is 404 as for an outsider). A write
+    without a key or a session is 401, whatever it asks."""
+
     def has_permission(self, request, view):
+        if request.method in SAFE_METHODS:
+            return True
         return bool(request.user and request.user.is_authenticated)
 
 

@@ -3,13 +3,14 @@ policy's answer for every object an operation reads or changes."""
 
 from django.conf import settings
 from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.renderers import BrowsableAPIRenderer
 from rest_framework.views import APIView
 
 from traces.api import schema as _schema  # noqa: F401  (registers the auth schemes)
 from traces.api.auth import (
     BearerKeyAuthentication,
     CsrfSessionAuthentication,
-    IsAuthenticated,
+    SignedInToWrite,
     actor_of,
 )
 from traces.api.json import OrjsonParser, OrjsonRenderer
@@ -36,8 +37,11 @@ def largest_block_body() -> int:
 
 class OrgApi(APIView):
     authentication_classes = [BearerKeyAuthentication, CsrfSessionAuthentication]
-    permission_classes = [IsAuthenticated]
-    renderer_classes = [OrjsonRenderer]
+    permission_classes = [SignedInToWrite]
+    # JSON for code (and any client that accepts it first); DRF's browsable API for a
+    # browser signed in with a session (Accept: text/html). Its page shows the answer
+    # escaped, under the site's strict Content-Security-Policy (its scripts are files).
+    renderer_classes = [OrjsonRenderer, BrowsableAPIRenderer]
     parser_classes = [OrjsonParser]
     # Bodies larger than this are refused from Content-Length, before they are read.
     max_body_bytes: int | None = None

@@ -1,5 +1,7 @@
 """Datasets: list, create, read, update, delete, upload files, export."""
 
+from typing import Any
+
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -11,7 +13,7 @@ from traces.api.outputs import DatasetOut, dataset_out
 from traces.api.schema import errors
 from traces.errors import ValidationFailed
 from traces.policy import Action, only_public_in
-from traces.selectors.datasets import dataset_export_filename
+from traces.selectors.datasets import dataset_export_disposition
 from traces.selectors.exports import EXPORT_FORMATS, dataset_export_lines
 from traces.selectors.traces import dataset_get, dataset_list
 from traces.services.datasets import dataset_create, dataset_update
@@ -97,13 +99,27 @@ class DatasetDeleteApi(OrgApi):
         return Response(status=204)
 
 
+def _allow(request) -> dict[str, Any]:
+    value = request.data.get("allow_duplicates")
+    return {} if value is None else {"allow_duplicates": value}
+
+
 class DatasetUploadApi(OrgUploadApi):
     class InputSerializer(serializers.Serializer):
         files = serializers.ListField(child=serializers.FileField(), help_text="one or more files")
+        allow_duplicates = serializers.BooleanField(
+            required=False,
+            default=False,
+            help_text="import a trace the dataset already has (by content) again",
+        )
 
     class OutputSerializer(serializers.Serializer):
         dataset = DatasetOut()
         traces = serializers.IntegerField()
+        skipped = serializers.ListField(
+            child=serializers.DictField(),
+            help_text="traces left out as duplicates: file, trace or line, name",
+        )
         blocks = serializers.IntegerField()
         images = serializers.IntegerField()
         seconds = serializers.FloatField()
@@ -123,10 +139,11 @@ class DatasetUploadApi(OrgUploadApi):
                 "send one or more files in the multipart field `files`",
                 {"field": "files", "rule": "required"},
             )
+        flags = valid_input(self.InputSerializer, {"files": files, **_allow(request)})
         result = trace_import(
-            organization=self.organization,
-            dataset_name=dataset.name,
+            dataset=dataset,
             files=uploaded_files(files),
+            allow_duplicates=flags["allow_duplicates"],
         )
         refreshed = dataset_get(organization=self.organization, dataset_id=dataset_id)
         return Response(
@@ -137,6 +154,7 @@ class DatasetUploadApi(OrgUploadApi):
                 "images": result.images,
                 "seconds": round(result.seconds, 3),
                 "formats": result.formats,
+                "skipped": result.skipped,
             },
             status=201,
         )
@@ -164,7 +182,5 @@ class DatasetExportApi(OrgApi):
         response = StreamingHttpResponse(
             dataset_export_lines(dataset=dataset, fmt=fmt), content_type="application/x-ndjson"
         )
-        response["Content-Disposition"] = (
-            f'attachment; filename="{dataset_export_filename(dataset=dataset, fmt=fmt)}"'
-        )
+        response["Content-Disposition"] = dataset_export_disposition(dataset=dataset, fmt=fmt)
         return response

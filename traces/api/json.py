@@ -41,4 +41,6 @@ class OrjsonRenderer(BaseRenderer):
     def render(self, data, accepted_media_type=None, renderer_context=None):
         if data is None:
             return b""
+        if renderer_context and renderer_context.get("indent"):  # the browsable API's page
+            return orjson.dumps(data, option=orjson.OPT_INDENT_2)
         return orjson.dumps(data)

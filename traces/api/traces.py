@@ -17,7 +17,7 @@ from traces.services.datasets import dataset_get_or_create
 from traces.services.deletion import trace_delete
 from traces.services.traces import trace_create, trace_patch
 
-RESERVED_QUERY = {"dataset", "reward", "reward_min", "reward_max", "cursor", "limit"}
+RESERVED_QUERY = {"dataset", "reward", "reward_min", "reward_max", "label", "cursor", "limit"}
 
 
 class TraceCreateApi(OrgApi):
@@ -76,6 +76,9 @@ class TraceListApi(OrgApi):
             OpenApiParameter("reward", float),
             OpenApiParameter("reward_min", float),
             OpenApiParameter("reward_max", float),
+            OpenApiParameter(
+                "label", str, description="tagged with this label (on the trace or a block)"
+            ),
             *page_parameters(most=500, default=50),
             OpenApiParameter(
                 "metadata.<key>", str, description="metadata filter, e.g. metadata.task_id=7"
@@ -106,6 +109,7 @@ class TraceListApi(OrgApi):
             reward=_float(request, "reward"),
             reward_min=_float(request, "reward_min"),
             reward_max=_float(request, "reward_max"),
+            label=request.GET.get("label", "")[:200],
         )
         page, cursor = trace_list(
             organization=self.organization,

@@ -1,4 +1,5 @@
-"""Who the caller is: the cheapest authenticated call, for clients checking their key."""
+"""Who the caller is: the cheapest call, for clients checking their key (nobody signed in:
+no key, no user, no role; it answers only where the organization has public data)."""
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
@@ -26,7 +27,8 @@ class WhoAmIApi(OrgApi):
             {
                 "organization": self.organization.slug,
                 "api_key": principal.api_key.id if is_key else None,
-                "user": None if is_key else principal.get_username(),
+                "user": None if is_key or not principal.is_authenticated
+                else principal.get_username(),
                 "role": self.actor.role_in(self.organization.pk),
             }
         )

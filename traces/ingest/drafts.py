@@ -17,6 +17,11 @@ class BlockDraft:
     call_id: str | None = None
     result_seq: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    is_error: bool = False  # a TOOL_RESULT the format marks as a tool error
+    # Set when the converter names the blocks itself (traces/ingest/events.py), so that
+    # a block can be written before the trace's next one is made.
+    id: str | None = None
+    parent_id: str | None = None
 
 
 @dataclass

@@ -6,29 +6,53 @@ is kept in `raw` of the first block it gives, and `metadata.event_index` says
 which event a block came from, so export gives the events back unchanged.
 """
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
+from traces import ids
+from traces.checks import check_json_depth
 from traces.errors import DuplicateCallId, TraceStoreError
 from traces.ingest.drafts import BlockDraft, ConvertedTrace, problem, problem_from_error
 from traces.ingest.images import extract_images
+from traces.jsontext import MAX_DEPTH
 from traces.validation import Context, Limits, ParentInfo, validate_block
 
 TOOL_ROLES = ("tool", "function", "ipython")
 
 
+Emit = Callable[[BlockDraft], None]
+
+
 class _Trace:
-    def __init__(self, location: dict[str, Any], limits: Limits) -> None:
+    """The state of one trace's conversion. Each block is given to `emit` as soon as it is
+    made; only what later blocks need is kept: the calls (TOOL_RESULT's parents) and the
+    current event's MESSAGE, so that a trace of many events is converted in the memory of
+    one event (plus its calls)."""
+
+    def __init__(
+        self, location: dict[str, Any], limits: Limits, depth_checked: bool, emit: Emit
+    ) -> None:
         self.location = location
         self.limits = limits
-        self.blocks: list[BlockDraft] = []
+        self.depth_checked = depth_checked
+        self.emit = emit
+        self.count = 0  # blocks made
+        # Block index -> (id, sub type, call_id) of the blocks a later block may hang
+        # under: the current event's MESSAGE and every TOOL_CALL.
+        self.parents: dict[int, tuple[str, str, str | None]] = {}
+        self.message: int | None = None  # the current event's MESSAGE, if any
         self.images: dict[str, Any] = {}
         self.problems: list[dict[str, Any]] = []
         self.calls: dict[str, int] = {}  # stored call_id -> draft index
+        self.call_names: dict[str, Any] = {}  # stored call_id -> the function's name
         # The id as the file wrote it -> the stored id of its latest call: agents reuse
         # an id once its call is answered, and stored ids must be unique in a trace.
         self.current: dict[str, str] = {}
         # Stored call ids without an output yet, in call order (a dict: O(1) removal).
         self.unanswered: dict[str, None] = {}
+        # Stored call ids of the most recent turn that made calls, in call order: an output
+        # without an id answers the earliest unanswered one of them (DESIGN.md).
+        self.turn_calls: list[str] = []
         # The id as the file wrote it -> the next `#n` suffix to try when it is reused,
         # so that k reuses of one id cost O(k), not O(k^2).
         self.next_suffix: dict[str, int] = {}
@@ -46,11 +70,15 @@ class _Trace:
         raw: Any,
         notes: dict[str, Any] | None = None,
         field_prefix: str = "",
+        stored_payload: dict[str, Any] | None = None,
+        is_error: bool = False,
     ) -> int | None:
-        parent_info = None
+        """`stored_payload`: what to store when it differs from what is validated;
+        `is_error`: a TOOL_RESULT the format marks as a tool error."""
+        parent_info = parent_id = None
         if parent is not None:
-            p = self.blocks[parent]
-            parent_info = ParentInfo(id=None, sub_type=p.sub_type, call_id=p.call_id)
+            parent_id, parent_sub_type, parent_call_id = self.parents[parent]
+            parent_info = ParentInfo(id=None, sub_type=parent_sub_type, call_id=parent_call_id)
         try:
             valid = validate_block(
                 sub_type=sub_type,
@@ -58,6 +86,7 @@ class _Trace:
                 parent=parent_info,
                 limits=self.limits,
                 strict=False,
+                depth_checked=self.depth_checked,
             )
         except TraceStoreError as exc:
             found = problem_from_error(self.where(event_index), exc)
@@ -69,19 +98,32 @@ class _Trace:
         if notes:
             metadata.update(notes)
         metadata.update(valid.notes)
-        self.blocks.append(
+        index, block_id = self.count, ids.block_id()
+        self.count += 1
+        if valid.sub_type in ("MESSAGE", "TOOL_CALL"):
+            self.parents[index] = (block_id, valid.sub_type, valid.call_id)
+        self.emit(
             BlockDraft(
                 sub_type=valid.sub_type,
                 block_type=valid.block_type,
-                payload=valid.payload,
+                payload=valid.payload if stored_payload is None else stored_payload,
                 raw=raw,
                 metadata=metadata,
                 parent=parent,
                 call_id=valid.call_id,
                 result_seq=valid.result_seq,
+                id=block_id,
+                parent_id=parent_id,
+                is_error=is_error,
             )
         )
-        return len(self.blocks) - 1
+        return index
+
+    def next_event(self) -> None:
+        """A MESSAGE is a parent only within its own event."""
+        if self.message is not None:
+            self.parents.pop(self.message, None)
+            self.message = None
 
     def new_call_id(self, event_index: int, j: int) -> str:
         self.generated += 1
@@ -153,19 +195,21 @@ def _result_targets(t: _Trace, event: dict[str, Any], i: int) -> list[str] | Non
             return None
     if wanted:
         return [t.current[call_id] for call_id in wanted]
-    # No link: the earliest unanswered call (by name first for legacy role `function`).
+    # No link: the earliest unanswered call of the most recent turn that made calls (by
+    # name first for legacy role `function`), so that parallel calls are answered in
+    # order and a call of an earlier turn that never got an output stays unanswered.
+    waiting = [call_id for call_id in t.turn_calls if call_id in t.unanswered]
     name = event.get("name")
-    for call_id in t.unanswered:
-        if event.get("role") == "function" and name:
-            if t.blocks[t.calls[call_id]].payload.get("name") != name:
-                continue
-        return [call_id]
-    if t.unanswered:
-        return [next(iter(t.unanswered))]
+    if event.get("role") == "function" and name:
+        named = [c for c in waiting if t.call_names.get(c) == name]
+        waiting = named or waiting
+    if waiting:
+        return [waiting[0]]
     t.problems.append(
         problem(
             t.where(i),
-            "tool output without a call id, and no earlier tool call is left unanswered",
+            "tool output without a call id, and every call of the most recent turn that "
+            "made calls is answered",
             rule="unanswered_output",
             field_name="role",
         )
@@ -173,10 +217,21 @@ def _result_targets(t: _Trace, event: dict[str, Any], i: int) -> list[str] | Non
     return None
 
 
+def is_tool_error(event: dict[str, Any]) -> bool:
+    """Whether a tool output says the tool failed: Inspect's `error` object, tau2's
+    `error: true`, a tool message flagged `is_error` (Anthropic's tool_result, MCP) or
+    with `status: "error"`."""
+    error = event.get("error")
+    if error is True or (isinstance(error, dict | str) and error):
+        return True
+    return event.get("is_error") is True or event.get("status") == "error"
+
+
 def _tool_output(t: _Trace, event: dict[str, Any], i: int, raw: Any, content: Any) -> None:
     targets = _result_targets(t, event, i)
     if targets is None:
         return
+    failed = is_tool_error(event)
     for n, call_id in enumerate(targets):
         # A second output for the same call is kept as a second result: results without
         # seq are legal several times under one call (spec/004).
@@ -189,6 +244,7 @@ def _tool_output(t: _Trace, event: dict[str, Any], i: int, raw: Any, content: An
             t.calls[call_id],
             raw if n == 0 else None,
             field_prefix="content<-",
+            is_error=failed,
         )
 
 
@@ -203,13 +259,14 @@ def _message(t: _Trace, event: dict[str, Any], i: int, raw: Any, content: Any) -
         # A user who calls tools (tau2) has no text: keep the turn, note why.
         notes = {"empty_content_with_children": True}
         payload_for_check = {**payload, "role": "assistant"}
-        parent = t.add(i, "MESSAGE", payload_for_check, None, raw, notes)
-        if parent is not None:
-            t.blocks[parent].payload = payload
+        parent = t.add(i, "MESSAGE", payload_for_check, None, raw, notes, stored_payload=payload)
     else:
         parent = t.add(i, "MESSAGE", payload, None, raw)
     if parent is None:
         return
+    t.message = parent
+    if calls:
+        t.turn_calls = []
     for text in thoughts:
         t.add(i, "THINK", {"text": text}, parent, None)
     for j, (call_id, name, arguments, given) in enumerate(calls):
@@ -243,20 +300,47 @@ def _message(t: _Trace, event: dict[str, Any], i: int, raw: Any, content: Any) -
         index = t.add(i, "TOOL_CALL", payload, parent, None, notes, f"tool_calls[{j}].")
         if index is not None:
             t.calls[call_id] = index
+            t.call_names[call_id] = name
             t.current[written] = call_id
             t.unanswered[call_id] = None
+            t.turn_calls.append(call_id)
 
 
 def events_to_blocks(
-    events: list[Any], *, location: dict[str, Any], limits: Limits
+    events: Iterable[Any],
+    *,
+    location: dict[str, Any],
+    limits: Limits,
+    images: bool = True,
+    depth: int | None = None,
+    emit: Emit | None = None,
+    check_events: bool = False,
 ) -> ConvertedTrace:
-    t = _Trace(location, limits)
-    if not events:
-        t.problems.append(problem(location, "a trace needs at least one event", rule="non_empty"))
+    """`events`: a list, or an iterator that reads them one at a time. `images`: False when
+    the caller knows that no event holds an inline image; `depth`: how deeply the document
+    the events come from nests, if known (TraceDraft). `emit`: given each block as soon
+    as it is made (then the result's `blocks` is empty), so that no trace is held whole;
+    each block's `id` and `parent_id` are set, and `parent` is its parent's index.
+    `check_events`: each event (kept whole in `raw`) is refused if it nests deeper than
+    MAX_DEPTH, for events the caller could not check before (an iterator)."""
+    blocks: list[BlockDraft] = []
+    # A payload holds a part of an event in one object: it nests less deeply than the
+    # document that holds the event in an array (tool arguments given as a string are
+    # parsed with their own limit).
+    depth_checked = depth is not None and depth <= MAX_DEPTH
+    t = _Trace(location, limits, depth_checked, blocks.append if emit is None else emit)
+    i = -1
     for i, event in enumerate(events):
+        t.next_event()
         if not isinstance(event, dict):
             t.problems.append(problem(t.where(i), "an event must be a JSON object", rule="type"))
             continue
+        if check_events and not depth_checked:
+            try:
+                check_json_depth(event, "event")
+            except TraceStoreError as exc:
+                t.problems.append(problem_from_error(t.where(i), exc))
+                continue
         role = event.get("role")
         if not isinstance(role, str) or not role.strip():
             t.problems.append(
@@ -268,13 +352,18 @@ def events_to_blocks(
                 )
             )
             continue
-        raw = extract_images(event, t.images)
+        raw = extract_images(event, t.images) if images else event
         content = raw.get("content")
         if role in TOOL_ROLES or ("tool_call_id" in event and not event.get("tool_calls")):
             _tool_output(t, event, i, raw, content)
         else:
             _message(t, event, i, raw, content)
-    return ConvertedTrace(t.blocks, t.images, t.problems)
+        event = raw = content = None
+    if i < 0:
+        t.problems.insert(
+            0, problem(location, "a trace needs at least one event", rule="non_empty")
+        )
+    return ConvertedTrace(blocks, t.images, t.problems)
 
 
 __all__ = ["events_to_blocks", "Context"]

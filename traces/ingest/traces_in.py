@@ -4,13 +4,24 @@ from typing import Any
 
 from traces.ingest.types import FormatProblem, TraceDraft
 
+# The keys of a trace object that become blocks (or are the metadata itself).
+TURNED_INTO_BLOCKS = ("messages", "blocks", "metadata")
+
 
 def _is_blocks(items: list[Any]) -> bool:
     return bool(items) and isinstance(items[0], dict) and "sub_type" in items[0]
 
 
-def trace_from_value(value: Any, location: dict[str, Any]) -> TraceDraft | FormatProblem:
-    """An event array, a block array, or `{"messages"|"blocks": [...], "metadata": {...}}`."""
+def trace_from_value(
+    value: Any,
+    location: dict[str, Any],
+    *,
+    depth: int | None = None,
+    images_possible: bool = True,
+) -> TraceDraft | FormatProblem:
+    """An event array, a block array, or `{"messages"|"blocks": [...], "metadata": {...}}`.
+    `depth` and `images_possible`: what the caller knows of the bytes of `value`
+    (TraceDraft)."""
     metadata: dict[str, Any] = {}
     if isinstance(value, dict):
         items = value.get("messages", value.get("blocks"))
@@ -25,13 +36,12 @@ def trace_from_value(value: Any, location: dict[str, Any]) -> TraceDraft | Forma
                 return FormatProblem.not_an_object(key, value[key], location)
         if value.get("metadata") is not None:
             metadata = dict(value["metadata"])
-        for key in ("name", "index", "hierarchy_path"):
-            if key in value and key not in metadata:
-                metadata[key] = value[key]
-        if "annotations" in value:
-            metadata.setdefault("annotations", value["annotations"])
-        if value.get("extra") is not None:
-            metadata.setdefault("extra", value["extra"])
+        # Nothing is dropped (DESIGN.md "imports keep real logs whole"): every other key
+        # goes to the metadata (`reward` there is the trace's reward), unless the
+        # metadata object has one of that name.
+        for key, kept in value.items():
+            if key not in TURNED_INTO_BLOCKS and kept is not None:
+                metadata.setdefault(key, kept)
     elif isinstance(value, list):
         items = value
         # Invariant's raw lines may lead with {"metadata": {...}} instead of an event.
@@ -47,6 +57,7 @@ def trace_from_value(value: Any, location: dict[str, Any]) -> TraceDraft | Forma
             location,
         )
     name = metadata.get("name") if isinstance(metadata.get("name"), str) else ""
+    known = {"depth": depth, "images_possible": images_possible}
     if _is_blocks(items):
-        return TraceDraft(location=location, blocks=items, metadata=metadata, name=name)
-    return TraceDraft(location=location, events=items, metadata=metadata, name=name)
+        return TraceDraft(location=location, blocks=items, metadata=metadata, name=name, **known)
+    return TraceDraft(location=location, events=items, metadata=metadata, name=name, **known)

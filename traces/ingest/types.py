@@ -1,6 +1,6 @@
 """What a format adapter yields: traces to import and dataset metadata."""
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Protocol
 
@@ -17,15 +17,25 @@ class TraceDraft:
     """One trace as a format adapter read it, before validation.
 
     Exactly one of `events` (chat format, spec/000) or `blocks` (spec/004) is set.
+    `events` may be an iterator that reads them from the file as they are converted
+    (a long JSON Lines line, traces/ingest/streamed.py): then it is read once.
     `location` says where it came from, for problem reports ({"trace": 3} or
     {"line": 12}).
     """
 
     location: dict[str, Any]
-    events: list[Any] | None = None
+    events: Iterable[Any] | None = None
     blocks: list[Any] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     name: str = ""
+    # What the adapter knows of the bytes it read the trace from, so that the importer
+    # can skip a walk of every value: how deeply the JSON document nests (every value of
+    # the draft nests at most that deep), and whether an inline image may be in it.
+    depth: int | None = None
+    images_possible: bool = True
+    # A run that ended before its first turn (a crash the benchmark recorded) is kept as a
+    # trace without blocks, with its error and reward, where the format says so.
+    keep_empty: bool = False
 
 
 @dataclass
@@ -63,8 +73,12 @@ class Sniff:
     head: bytes
     first_char: str
     top_keys: frozenset[str]
+    # For a JSON array: the keys of its first item, when that is an object.
+    item_keys: frozenset[str] = frozenset()
     # More than one top-level JSON value: JSON Lines.
     multiple: bool = False
+    # A zip archive (Inspect's .eval): the names of its members; None for a JSON file.
+    zip_names: frozenset[str] | None = None
 
 
 Item = TraceDraft | DatasetMetadata | FormatProblem
@@ -75,7 +89,20 @@ class Format(Protocol):
     FormatProblem so that reading goes on and every problem is reported."""
 
     name: str
+    # One line on how a file of this format is recognised, for the refusal of a file that
+    # is none of them.
+    recognised_by: str
 
     def detect(self, sniff: Sniff) -> bool: ...
 
     def read(self, stream: BinaryIO) -> Iterator[Item]: ...
+
+
+# Every format, filled by traces/ingest/registry.py (which imports the adapters, so an
+# adapter reads the list here instead of importing the registry).
+KNOWN: list[Format] = []
+
+
+def known_formats() -> str:
+    """Each known format with how it is recognised, one a line."""
+    return "\n".join(f"- {fmt.name}: {fmt.recognised_by}" for fmt in KNOWN)

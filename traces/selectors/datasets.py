@@ -1,4 +1,6 @@
+import unicodedata
 from dataclasses import dataclass
+from urllib.parse import quote
 
 from django.db.models import QuerySet
 
@@ -26,8 +28,32 @@ def organization_get(*, slug: str) -> Organization:
 
 
 def dataset_export_filename(*, dataset: Dataset, fmt: str) -> str:
+    """The export's file name: the dataset's name, letters and digits of any script kept,
+    anything else (spaces, quotes, slashes, control and bidi characters) as `_`."""
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in dataset.name) or "dataset"
     return f"{safe}.{fmt}.jsonl"
+
+
+def _ascii_name(filename: str, fmt: str) -> str:
+    """The file name for clients that know only `filename=`: accents dropped, any other
+    non-ASCII character as `_`; "dataset" when nothing of the name is left."""
+    decomposed = unicodedata.normalize("NFKD", filename)
+    plain = "".join(c for c in decomposed if not unicodedata.combining(c))
+    ascii_name = "".join(c if c.isascii() else "_" for c in plain)
+    stem = ascii_name.removesuffix(f".{fmt}.jsonl")
+    return ascii_name if stem.strip("_.") else f"dataset.{fmt}.jsonl"
+
+
+def dataset_export_disposition(*, dataset: Dataset, fmt: str) -> str:
+    """The export's Content-Disposition (RFC 6266): an ASCII `filename` every client
+    reads, and where the name is not ASCII, `filename*` in UTF-8 (RFC 5987), which
+    browsers prefer."""
+    filename = dataset_export_filename(dataset=dataset, fmt=fmt)
+    fallback = _ascii_name(filename, fmt)
+    header = f'attachment; filename="{fallback}"'
+    if fallback != filename:
+        header += f"; filename*=UTF-8''{quote(filename, safe='')}"
+    return header
 
 
 @dataclass(frozen=True)
@@ -72,3 +98,9 @@ def dataset_trace_rows(*, traces: QuerySet[Trace]) -> QuerySet[Trace]:
     """`traces` as a dataset's trace list shows them: without their metadata and extra
     (which may be large), with the payload of their first user message."""
     return with_first_user_message(traces.defer("metadata", "extra"))
+
+
+def datasets_to_choose(*, datasets: QuerySet[Dataset], limit: int) -> list[Dataset]:
+    """The datasets a picker offers (by organization, then name), with their organization."""
+    ordered = Dataset.objects.filter(pk__in=datasets.values("pk")).select_related("organization")
+    return list(ordered.order_by("organization__slug", "name")[:limit])

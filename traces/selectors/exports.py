@@ -5,7 +5,7 @@ from typing import Any
 
 from traces import jsontext, kinds
 from traces.ingest.images import referenced_images, restore_images
-from traces.models import Block, Dataset, Trace
+from traces.models import Annotation, Block, Dataset, Trace
 from traces.selectors.blocks import BLOCK_MODEL_FIELDS, block_dict
 from traces.selectors.images import trace_image_bytes
 
@@ -74,11 +74,39 @@ def trace_blocks_export(*, trace: Trace) -> list[dict[str, Any]]:
     return _with_images(trace, out)
 
 
+def annotation_export(annotation: Annotation) -> dict[str, Any]:
+    """A label or comment as export lines and the API give it."""
+    author = annotation.author.get_username() if annotation.author_id else None
+    return {
+        "id": annotation.id,
+        "label": annotation.label.name if annotation.label_id else None,
+        "comment": annotation.comment,
+        "block_id": annotation.block_id,
+        "author": author,
+        "created_at": annotation.created_at.isoformat(),
+    }
+
+
+def _dataset_annotations(dataset: Dataset) -> dict[str, list[dict[str, Any]]]:
+    """Every label and comment of the dataset's traces, by trace (they are few)."""
+    rows = (
+        Annotation.objects.filter(trace__dataset=dataset)
+        .select_related("label", "author")
+        .order_by("created_at", "id")
+    )
+    found: dict[str, list[dict[str, Any]]] = {}
+    for row in rows.iterator(chunk_size=500):
+        found.setdefault(row.trace_id, []).append(annotation_export(row))
+    return found
+
+
 def dataset_export_lines(*, dataset: Dataset, fmt: str = "chat") -> Iterator[bytes]:
-    """JSONL: a first line with the dataset's metadata, then one trace a line."""
+    """JSONL: a first line with the dataset's metadata, then one trace a line; a trace
+    with labels or comments has them in `annotations` (by block id)."""
     if fmt not in EXPORT_FORMATS:
         raise ValueError(f"export format must be one of {EXPORT_FORMATS}, not {fmt!r}")
     yield jsontext.dumps({"metadata": dataset.metadata}).encode() + b"\n"
+    annotations = _dataset_annotations(dataset)
     for trace in dataset.traces.order_by("index").iterator(chunk_size=200):
         line: dict[str, Any]
         if fmt == "chat":
@@ -90,4 +118,6 @@ def dataset_export_lines(*, dataset: Dataset, fmt: str = "chat") -> Iterator[byt
                 "extra": trace.extra,
                 "blocks": trace_blocks_export(trace=trace),
             }
+        if trace.pk in annotations:
+            line["annotations"] = annotations[trace.pk]
         yield jsontext.dumps(line).encode() + b"\n"

@@ -16,8 +16,9 @@ Definitions (the pages show them in their tooltips):
   pass@k = 1 - C(n-c, k) / C(n, k)  (at least one of k trials succeeds; unbiased, Chen
   et al. 2021), pass^k = C(c, k) / C(n, k)  (all k trials succeed; tau-bench). The
   dataset's value is the mean over the groups with at least k rewarded trials.
-- A trace is *annotated* when its own `extra` holds any key or any of its blocks has a
-  non-empty `extra`: someone (or some code) wrote on it after the import.
+- A trace is *annotated* when its own `extra` holds any key, any of its blocks has a
+  non-empty `extra`, or it or a block has a label or comment (an `Annotation`): someone
+  (or some code) wrote on it after the import.
 
 Trace metadata is JSON kept as text (traces.jsontext); reading one of its keys is done
 by each database's JSON functions: SQLite's json_each, PostgreSQL's `json` type (not
@@ -47,11 +48,16 @@ from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce, Floor
 
 from traces import jsontext
-from traces.models import Block, Dataset, SubType, Trace
+from traces.models import Annotation, Block, Dataset, SubType, Trace
 from traces.rewards import SUCCESS, succeeded
 
 PASS_K_MAX = 5
 MAX_KEYS = 200
+# Grouping by metadata is bounded (harden F3): only keys up to GROUP_KEY_MAX_CHARS are
+# offered, and values are grouped by their first GROUP_VALUE_MAX_CHARS characters (of
+# their JSON text), so that megabyte values cost no more than short ones to show.
+GROUP_KEY_MAX_CHARS = 100
+GROUP_VALUE_MAX_CHARS = 200
 _EMPTY: dict = {}  # an empty `extra` (stored as the text {})
 
 
@@ -312,20 +318,22 @@ def _metadata_value_sql(key: str, *, nul: bool = False) -> tuple[str, list[Any]]
 
 
 def metadata_keys(*, traces: QuerySet[Trace]) -> list[str]:
-    """The keys present in the metadata of `traces`, sorted (at most MAX_KEYS)."""
+    """The keys present in the metadata of `traces`, sorted (at most MAX_KEYS, each of at
+    most GROUP_KEY_MAX_CHARS characters)."""
     ids_sql, ids_params = traces.values("id").query.sql_with_params()
     if connection.vendor == "postgresql":
         sql = (
             "SELECT DISTINCT k FROM traces_trace t, "
             f"LATERAL json_object_keys(CASE WHEN json_typeof({pg_json('t.metadata')}) = 'object' "
             f"THEN {pg_json('t.metadata')} ELSE '{{}}'::json END) AS k "
-            f"WHERE t.id IN ({ids_sql}) ORDER BY k LIMIT {MAX_KEYS}"
+            f"WHERE t.id IN ({ids_sql}) AND length(k) <= {GROUP_KEY_MAX_CHARS} "
+            f"ORDER BY k LIMIT {MAX_KEYS}"
         )
     else:
         sql = (
             "SELECT DISTINCT e.key FROM traces_trace t, json_each(t.metadata) AS e "
             f"WHERE json_type(t.metadata) = 'object' AND t.id IN ({ids_sql}) "
-            f"ORDER BY e.key LIMIT {MAX_KEYS}"
+            f"AND length(e.key) <= {GROUP_KEY_MAX_CHARS} ORDER BY e.key LIMIT {MAX_KEYS}"
         )
     with connection.cursor() as cursor:
         cursor.execute(sql, ids_params)
@@ -373,8 +381,18 @@ class Group:
     pass_hat: list[float | None]
 
     @property
+    def cut(self) -> bool:
+        """The value is longer than GROUP_VALUE_MAX_CHARS: the group holds every value that
+        begins as `value_json` does."""
+        return self.value_json is not None and len(self.value_json) > GROUP_VALUE_MAX_CHARS
+
+    @property
     def value(self) -> Any:
-        return None if self.value_json is None else orjson.loads(self.value_json)
+        if self.value_json is None:
+            return None
+        if self.cut:
+            return self.value_json[:GROUP_VALUE_MAX_CHARS] + "…"
+        return orjson.loads(self.value_json)
 
     @property
     def missing(self) -> bool:
@@ -383,7 +401,7 @@ class Group:
     @property
     def filter_value(self) -> str:
         """What the key=value filter takes to select this group: strings as they are,
-        other values as compact JSON."""
+        other values as compact JSON (a cut value: its beginning, with an ellipsis)."""
         value = self.value
         return value if isinstance(value, str) else jsontext.dumps(value)
 
@@ -433,6 +451,7 @@ def rewards_by_key(
     successes and pass@k / pass^k for k = 1..min(k_max, most rewarded trials in a group).
     One GROUP BY query; pass@k is computed from its counts."""
     sql, params = _metadata_value_sql(key)
+    sql = f"substr({sql}, 1, {GROUP_VALUE_MAX_CHARS + 1})"
     rows = (
         traces.order_by()
         .annotate(group_value=RawSQL(sql, params, output_field=TextField()))
@@ -534,7 +553,8 @@ def traces_with_metadata_value(*, traces: QuerySet[Trace], key: str, value: str)
 def traces_annotated(*, traces: QuerySet[Trace], annotated: bool = True) -> QuerySet[Trace]:
     """Annotated (see the module docstring) or not."""
     block_notes = Block.objects.filter(trace=OuterRef("pk")).exclude(extra=_EMPTY)
-    condition = ~Q(extra=_EMPTY) | Exists(block_notes)
+    labelled = Annotation.objects.filter(trace=OuterRef("pk"))
+    condition = ~Q(extra=_EMPTY) | Exists(block_notes) | Exists(labelled)
     return traces.filter(condition) if annotated else traces.exclude(condition)
 
 

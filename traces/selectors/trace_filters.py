@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from django.db.models import QuerySet
 
 from traces.models import Trace
+from traces.selectors.annotations import traces_labelled
 from traces.selectors.search import traces_matching
 from traces.selectors.stats import traces_annotated, traces_with_metadata_value
 
@@ -19,6 +20,7 @@ class TraceFilter:
     reward_max: float | None = None
     metadata: dict[str, str] = field(default_factory=dict)  # key -> value, all must match
     annotated: bool | None = None  # see traces.selectors.stats on what "annotated" means
+    label: str = ""  # tagged with this label of the dataset's vocabulary (trace or block)
 
 
 def traces_filtered(*, traces: QuerySet[Trace], filters: TraceFilter) -> QuerySet[Trace]:
@@ -35,6 +37,8 @@ def traces_filtered(*, traces: QuerySet[Trace], filters: TraceFilter) -> QuerySe
         traces = traces.filter(reward__lte=filters.reward_max)
     if filters.annotated is not None:
         traces = traces_annotated(traces=traces, annotated=filters.annotated)
+    if filters.label:
+        traces = traces_labelled(traces=traces, label=filters.label)
     if filters.text:
         traces = traces_matching(traces=traces, text=filters.text)
     return traces

@@ -323,7 +323,7 @@ def blocks_create_batch(
 def trace_order_refill(*, trace: Trace) -> None:
     """Place every block of the trace again (traces/order.py), its blocks in creation
     order, and count them: what a change of the table of block kinds' parents asks of
-    the traces already stored (migration 0010 does the same for every trace)."""
+    the traces already stored (migration 0014 does the same for every trace)."""
     rows = list(
         Block.objects.filter(trace=trace)
         .order_by("created_at", "id")

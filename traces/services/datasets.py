@@ -5,7 +5,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from traces.checks import check_no_nul, check_object
-from traces.errors import TraceStoreError, ValidationFailed
+from traces.errors import NotFound, TraceStoreError, ValidationFailed
 from traces.models import Dataset, Organization
 from traces.validation import check_accuracy
 
@@ -46,6 +46,21 @@ def dataset_get_or_create(
             return dataset, True
     except IntegrityError:  # a concurrent import created it first
         return Dataset.objects.get(organization=organization, name=name), False
+
+
+def dataset_gone(dataset: Dataset) -> NotFound:
+    """The error for a dataset deleted while it was being written to: the 404 a request
+    for it would have answered (traces.policy's words)."""
+    return NotFound(f"no dataset {dataset.pk!r}", {"dataset_id": dataset.pk})
+
+
+def dataset_lock(*, dataset: Dataset) -> Dataset:
+    """The dataset's row as it is now, locked for the current transaction; NotFound if it
+    was deleted meanwhile (the deletion locks it too: traces.services.deletion)."""
+    locked = Dataset.objects.select_for_update().filter(pk=dataset.pk).first()
+    if locked is None:
+        raise dataset_gone(dataset)
+    return locked
 
 
 def dataset_lock_next_index(*, dataset: Dataset) -> int:
@@ -90,9 +105,9 @@ def _write_locked(dataset: Dataset, change: Callable[[Dataset], list[str]]) -> D
     """Apply `change` to the dataset's row as it is now, locked until the write, and save
     only the fields it names (and updated_at): whatever instance the caller holds, however
     old, no other field and no concurrent write is undone. The caller's instance is
-    refreshed with what was written."""
+    refreshed with what was written. A dataset deleted meanwhile is NotFound."""
     with transaction.atomic():
-        locked = Dataset.objects.select_for_update().get(pk=dataset.pk)
+        locked = dataset_lock(dataset=dataset)
         changed = change(locked)
         locked.save(update_fields=[*changed, "updated_at"])
     for field in Dataset._meta.concrete_fields:

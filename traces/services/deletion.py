@@ -2,29 +2,39 @@
 
 Django's cascade would load the id of every block first (blocks point at blocks);
 a dataset of millions of blocks would hang. The parent keys are deferred, so
-blocks can go in one statement. An image goes with the last trace linked to it.
+blocks can go in one statement; their labels and comments go first. An image goes
+with the last trace linked to it.
 """
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, QuerySet
 
-from traces.models import Block, Dataset, Image, Trace, TraceImage
+from traces.models import Annotation, Block, Dataset, Image, Trace, TraceImage
 
 
 def _delete_images_only_they_use(traces: QuerySet[Trace]) -> None:
     """The images linked to `traces` and to no other trace. Runs before the links go, and
-    asks for links to *other* traces, so that it needs no list of ids in Python."""
+    asks for links to *other* traces, so that it needs no list of ids in Python.
+
+    The images are locked first (FOR UPDATE, in ascending id order, as imports hold
+    them): an import that is linking one of them holds it until its commit, so the
+    delete waits, and the statement that follows (a new snapshot) sees the import's
+    link and keeps the image. Without the lock, an upload racing the delete linked a
+    deleted image and failed at its commit (harden F5)."""
     doomed = traces.values("id")
-    used_elsewhere = TraceImage.objects.filter(image=OuterRef("pk")).exclude(trace__in=doomed)
-    images = Image.objects.filter(
+    linked = Image.objects.filter(
         pk__in=TraceImage.objects.filter(trace__in=doomed).values("image_id")
-    ).exclude(Exists(used_elsewhere))
-    images._raw_delete(Image.objects.db)
+    )
+    if connection.vendor == "postgresql":
+        list(linked.order_by("pk").select_for_update().values_list("pk", flat=True))
+    used_elsewhere = TraceImage.objects.filter(image=OuterRef("pk")).exclude(trace__in=doomed)
+    linked.exclude(Exists(used_elsewhere))._raw_delete(Image.objects.db)
 
 
 def _delete_traces(traces: QuerySet[Trace]) -> int:
     _delete_images_only_they_use(traces)
     TraceImage.objects.filter(trace__in=traces.values("id"))._raw_delete(TraceImage.objects.db)
+    Annotation.objects.filter(trace__in=traces.values("id"))._raw_delete(Annotation.objects.db)
     Block.objects.filter(trace__in=traces.values("id"))._raw_delete(Block.objects.db)
     return traces._raw_delete(Trace.objects.db)
 
@@ -35,6 +45,10 @@ def trace_delete(*, trace: Trace) -> None:
 
 
 def dataset_delete(*, dataset: Dataset) -> None:
+    """The dataset and everything in it. Its row is locked first, as an import into it
+    locks it (traces.services.datasets.dataset_lock_next_index): a running import ends
+    before the deletion starts, and one that starts later finds no dataset."""
     with transaction.atomic():
+        Dataset.objects.select_for_update().filter(pk=dataset.pk).first()
         _delete_traces(Trace.objects.filter(dataset_id=dataset.pk))
         Dataset.objects.filter(pk=dataset.pk).delete()

@@ -11,6 +11,7 @@ Two phases, so that no upload holds the database's write lock while it is read:
    Nothing is visible before it commits.
 """
 
+import hashlib
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -33,14 +34,16 @@ from traces.checks import Limits, check_json_depth, check_no_nul
 from traces.errors import ImportFailed, ValidationFailed
 from traces.ingest.blocks import blocks_to_drafts
 from traces.ingest.detect import detect
-from traces.ingest.drafts import ConvertedTrace, problem, problem_from_error
-from traces.ingest.events import events_to_blocks
+from traces.ingest.drafts import BlockDraft, ConvertedTrace, problem, problem_from_error
+from traces.ingest.events import Emit, events_to_blocks
+from traces.ingest.failure import failure_step, mark_failure
 from traces.ingest.types import DatasetMetadata, FormatProblem, TraceDraft
 from traces.models import Block, Dataset, Image, Organization, Trace, TraceImage
-from traces.order import count_places, stitched_places
+from traces.order import Placer
 from traces.services.annotations import trace_reward
 from traces.services.datasets import (
     dataset_get_or_create,
+    dataset_lock,
     dataset_lock_next_index,
     dataset_metadata_add,
     dataset_name_check,
@@ -61,6 +64,8 @@ class ImportResult:
     images: int = 0
     seconds: float = 0.0
     formats: dict[str, str] = field(default_factory=dict)
+    # The traces left out as duplicates: {"file", "trace" or "line", "name"} each.
+    skipped: list[dict[str, Any]] = field(default_factory=list)
 
 
 class _Problems:
@@ -73,12 +78,16 @@ class _Problems:
         if len(self.items) < MAX_PROBLEMS:
             self.items.append(found)
 
+    @property
+    def full(self) -> bool:
+        """As many problems as are listed: the import reads no further (the rest of a file
+        of bad lines would only cost time)."""
+        return self.count >= MAX_PROBLEMS
+
     def final(self) -> list[dict[str, Any]]:
-        if self.count > len(self.items):
-            more = self.count - len(self.items)
-            self.items.append(
-                problem({}, f"{more} more problems not listed", rule="too_many_problems")
-            )
+        if self.full:
+            message = f"stopped after {MAX_PROBLEMS} problems: the rest of the upload was not read"
+            self.items.append(problem({}, message, rule="too_many_problems"))
         return self.items
 
 
@@ -87,7 +96,11 @@ class _Spool:
     the table takes them, trace rows without their dataset and index (known only under
     the dataset's lock), images once each, and which trace was stored with which image."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, hashes: set[str] | None = None, allow_duplicates: bool = False) -> None:
+        # The content hashes of the traces the dataset has, then of those spooled.
+        self.hashes = hashes if hashes is not None else set()
+        self.allow_duplicates = allow_duplicates
+        self.skipped: list[dict[str, Any]] = []  # where each duplicate left out was
         self.now = timezone.now()
         self.stamp = adapt_datetime(self.now)
         self.traces = RecordSpool()
@@ -96,39 +109,68 @@ class _Spool:
         self.links = RecordSpool()
         self.image_shas: set[str] = set()
         self.dataset_metadata: dict[str, Any] = {}
+        # Tool errors (few): their block ids, and how many each trace has.
+        self.error_blocks: list[str] = []
+        self.trace_errors: dict[str, int] = {}
 
     def close(self) -> None:
         for spool in (self.traces, self.blocks, self.images, self.links):
             spool.close()
 
-    def add(self, draft: TraceDraft, converted: ConvertedTrace) -> None:
-        """Spool one trace; raises TypeError for what JSON cannot keep (the rows already
-        spooled do not matter then: a problem means nothing is written)."""
-        trace_id = ids.trace_id()
-        block_ids = [ids.block_id() for _ in converted.blocks]
+    def block(
+        self, trace: "_TraceState", b: BlockDraft, block_id: str, parent_id: str | None
+    ) -> None:
+        """Spool one block row: its part of the trace's content hash first (as made),
+        then the failure's mark (Who&When) and its tool error noted. Raises TypeError for
+        what JSON cannot keep (the rows already spooled do not matter then: a problem
+        means nothing is written)."""
         dumps, now = self.blocks.json, self.stamp
-        drafts = converted.blocks
-        places = stitched_places([(b.sub_type, b.parent, b.result_seq) for b in drafts])
-        for n, b in enumerate(drafts):
-            place = places[n]
-            payload = dumps(b.payload)
-            raw = None if b.raw is None else dumps(b.raw)
-            self.blocks.add(
-                (
-                    block_ids[n], trace_id, b.block_type, b.sub_type,
-                    None if b.parent is None else block_ids[b.parent],
-                    payload, dumps(b.metadata), raw, dumps(b.extra), b.call_id, b.result_seq,
-                    now, now, place.turn, place.act, place.step, n + 1,
-                ),
-                len(payload) + (0 if raw is None else len(raw)),
-            )  # fmt: skip
+        payload = dumps(b.payload)
+        raw = None if b.raw is None else dumps(b.raw)
+        metadata = dumps(b.metadata)
+        content = trace.content
+        content.update(_hash_part(f"{b.sub_type} {b.parent}"))
+        for part in (payload, dumps(None) if raw is None else raw, metadata):
+            content.update(_hash_part(part))
+        if trace.failure_step is not None and mark_failure(trace.metadata, b, block_id):
+            trace.failure_step = None
+            metadata = dumps(b.metadata)
+        if b.is_error:
+            self.error_blocks.append(block_id)
+            self.trace_errors[trace.id] = self.trace_errors.get(trace.id, 0) + 1
+        if trace.spooled_from is None:
+            trace.spooled_from = self.blocks.mark()
+        place = trace.placer.add(b.sub_type, b.parent, b.result_seq)
+        trace.blocks += 1
+        self.blocks.add(
+            (
+                block_id, trace.id, b.block_type, b.sub_type, parent_id,
+                payload, metadata, raw, dumps(b.extra), b.call_id, b.result_seq,
+                now, now, place.turn, place.act, place.step, trace.blocks,
+            ),
+            len(payload) + (0 if raw is None else len(raw)),
+        )  # fmt: skip
+
+    def trace(self, trace: "_TraceState", draft: TraceDraft, converted: ConvertedTrace) -> bool:
+        """Spool the trace's row and its images, once its blocks are spooled, unless
+        the dataset (or this upload) has it already and duplicates are not allowed: then
+        its blocks already spooled are left out of the write, and False."""
+        trace_id = trace.id
+        content_hash = trace.content.hexdigest()
+        if not self.allow_duplicates and content_hash in self.hashes:
+            if trace.spooled_from is not None:
+                self.blocks.leave_out(trace_id, trace.spooled_from)
+            errors = self.trace_errors.pop(trace_id, 0)
+            if errors:  # this trace's, noted last
+                del self.error_blocks[-errors:]
+            return False
+        self.hashes.add(content_hash)
         metadata = draft.metadata
-        name = _trace_name(draft)
         metadata_text = jsontext.dumps(metadata)
-        counts = jsontext.dumps(count_places((b.sub_type for b in drafts), places))
         self.traces.add(
-            (trace_id, name[:500], metadata_text, trace_reward(extra={}, metadata=metadata),
-             len(block_ids), counts),
+            (trace_id, trace.name[:500], metadata_text,
+             trace_reward(extra={}, metadata=metadata), trace.blocks, content_hash,
+             jsontext.dumps(trace.placer.counts)),
             len(metadata_text),
         )  # fmt: skip
         for sha, image in converted.images.items():
@@ -136,6 +178,21 @@ class _Spool:
                 self.image_shas.add(sha)
                 self.images.add((sha, image.mime_type, image.data), len(image.data))
             self.links.add((trace_id, sha))
+        return True
+
+    def _write_errors(self) -> None:
+        """Block.is_error and Trace.tool_errors, written after the bulk rows (whose
+        columns leave them to their database defaults): one update per chunk."""
+        for start in range(0, len(self.error_blocks), FLUSH_ROWS):
+            chunk = self.error_blocks[start : start + FLUSH_ROWS]
+            Block.objects.filter(id__in=chunk).update(is_error=True)
+        by_count: dict[int, list[str]] = {}
+        for trace_id, count in self.trace_errors.items():
+            by_count.setdefault(count, []).append(trace_id)
+        for count, trace_ids in by_count.items():
+            for start in range(0, len(trace_ids), FLUSH_ROWS):
+                chunk = trace_ids[start : start + FLUSH_ROWS]
+                Trace.objects.filter(id__in=chunk).update(tool_errors=count)
 
     def write(self, *, dataset: Dataset, first_index: int) -> None:
         """Every spooled row, in the current transaction."""
@@ -143,17 +200,35 @@ class _Spool:
         org_id, dataset_id = dataset.organization_id, dataset.pk
         rows = (
             (trace_id, org_id, dataset_id, first_index + n, name, metadata, "{}", reward,
-             blocks, now, now, counts)
-            for n, (trace_id, name, metadata, reward, blocks, counts) in enumerate(self.traces)
+             blocks, now, now, content_hash, counts)
+            for n, (trace_id, name, metadata, reward, blocks, content_hash, counts)
+            in enumerate(self.traces)
         )  # fmt: skip
-        _insert_in_chunks(Trace._meta.db_table, (*TRACE_COLUMNS, *TRACE_COUNT_COLUMNS), rows)
+        columns = (*TRACE_COLUMNS, "content_hash", *TRACE_COUNT_COLUMNS)
+        _insert_in_chunks(Trace._meta.db_table, columns, rows)
         self.blocks.insert()
+        self._write_errors()
         image_ids = self._write_images(dataset.organization_id)
         links = ((trace_id, image_ids[sha]) for trace_id, sha in self.links)
         _insert_in_chunks(TraceImage._meta.db_table, ("trace_id", "image_id"), links)
 
     def _write_images(self, organization_id: int) -> dict[str, int]:
-        """Each image once in the organization (one it already has is kept); their ids."""
+        """Each image once in the organization (one it already has is kept); their ids,
+        each image held (locked) until the commit, so that a delete of the last trace
+        that showed it cannot take it away under this import's links (see
+        traces/services/deletion.py). An image deleted between finding and holding it
+        is stored again."""
+        image_ids = self._store_images(organization_id, shas=None)
+        for _ in range(IMAGE_ATTEMPTS):
+            gone = _hold_images(image_ids)
+            if not gone:
+                return image_ids
+            image_ids.update(self._store_images(organization_id, shas=gone))
+        raise RuntimeError("the images of an import kept being deleted under it")
+
+    def _store_images(self, organization_id: int, *, shas: set[str] | None) -> dict[str, int]:
+        """Insert the spooled images (only `shas` if given) that the organization does
+        not have; the ids of all of them."""
         image_ids: dict[str, int] = {}
         chunk: list[Image] = []
         size = 0
@@ -167,6 +242,8 @@ class _Spool:
             chunk.clear()
 
         for sha, mime_type, data in self.images:
+            if shas is not None and sha not in shas:
+                continue
             chunk.append(
                 Image(
                     organization_id=organization_id, sha256=sha, mime_type=mime_type,
@@ -180,6 +257,66 @@ class _Spool:
         if chunk:
             flush()
         return image_ids
+
+
+# How often an import stores again images deleted under it before it gives up.
+IMAGE_ATTEMPTS = 5
+
+
+def _hold_images(image_ids: dict[str, int]) -> set[str]:
+    """Lock the images (FOR KEY SHARE: other imports may hold them too; a delete waits
+    for this transaction) in ascending id order, as deletes lock them; the shas of those
+    deleted meanwhile. SQLite runs one write transaction at a time: nothing to hold."""
+    if connection.vendor != "postgresql" or not image_ids:
+        return set()
+    by_id = {image_id: sha for sha, image_id in image_ids.items()}
+    ordered = sorted(by_id)
+    held: set[int] = set()
+    table = Image._meta.db_table
+    with connection.cursor() as cursor:
+        for start in range(0, len(ordered), FLUSH_ROWS):
+            cursor.execute(
+                f"SELECT id FROM {table} WHERE id = ANY(%s) ORDER BY id FOR KEY SHARE",
+                [ordered[start : start + FLUSH_ROWS]],
+            )
+            held.update(row[0] for row in cursor.fetchall())
+    return {by_id[i] for i in ordered if i not in held}
+
+
+class _TraceState:
+    """One trace while its blocks are spooled: its id, name and metadata, its content
+    hash so far (SHA-256 of what it stores but its ids and times: name, metadata as read,
+    then each block as made, before the failure's mark), how many blocks are spooled,
+    and the failure step whose block is still to be marked."""
+
+    def __init__(self, draft: TraceDraft) -> None:
+        self.id = ids.trace_id()
+        self.name = _trace_name(draft)
+        self.metadata = draft.metadata
+        self.blocks = 0
+        self.failure_step = failure_step(draft.metadata)
+        self._content: Any = None
+        self.spooled_from: Any = None  # the block spool's mark before its first block
+        self.placer = Placer()  # its blocks' places in the stitched order (traces/order.py)
+
+    @property
+    def content(self) -> Any:
+        """The hash, begun at its first use: once the trace's values are checked (a
+        metadata nested too deeply is reported as such, not as unkeepable). Raises
+        TypeError for what JSON cannot keep."""
+        if self._content is None:
+            content = hashlib.sha256()
+            content.update(_hash_part(self.name))
+            content.update(_hash_part(jsontext.dumps(self.metadata)))
+            self._content = content
+        return self._content
+
+
+def _hash_part(part: str | bytes) -> bytes:
+    """One field of a trace's content hash, length-prefixed so that fields cannot run
+    into each other."""
+    data = part.encode() if isinstance(part, str) else part
+    return len(data).to_bytes(8, "big") + data
 
 
 def _insert_in_chunks(table: str, columns: tuple[str, ...], rows: Iterable[tuple]) -> None:
@@ -206,8 +343,11 @@ def _unstorable(draft: TraceDraft) -> list[dict[str, Any]]:
         check_no_nul(_trace_name(draft), "name")
     except ValidationFailed as exc:
         found.append(problem_from_error(draft.location, exc))
+    if draft.depth is not None and draft.depth <= jsontext.MAX_DEPTH:
+        return found  # no value inside the document nests deeper than the document
     values = [(draft.location, "metadata", draft.metadata)]
-    for n, event in enumerate(draft.events or []):
+    # Events read as they are converted (an iterator) are checked by the converter.
+    for n, event in enumerate(draft.events if isinstance(draft.events, list) else []):
         values.append(({**draft.location, "event": n}, "event", event))
     for n, block in enumerate(draft.blocks or []):
         if isinstance(block, dict):
@@ -221,14 +361,26 @@ def _unstorable(draft: TraceDraft) -> list[dict[str, Any]]:
     return found
 
 
-def _convert(draft: TraceDraft, limits: Limits) -> ConvertedTrace:
+def _convert(draft: TraceDraft, limits: Limits, emit: Emit) -> ConvertedTrace:
+    """Chat events are converted one at a time, each block given to `emit` as it is made;
+    a spec/004 block array is converted whole (its `blocks`)."""
     unstorable = _unstorable(draft)
     if unstorable:
         return ConvertedTrace([], {}, unstorable)
-    if draft.blocks is not None:
+    if draft.keep_empty and not draft.events:
+        converted = ConvertedTrace([], {}, [])
+    elif draft.blocks is not None:
         converted = blocks_to_drafts(draft.blocks, location=draft.location, limits=limits)
     else:
-        converted = events_to_blocks(draft.events or [], location=draft.location, limits=limits)
+        converted = events_to_blocks(
+            draft.events or [],
+            location=draft.location,
+            limits=limits,
+            images=draft.images_possible,
+            depth=draft.depth,
+            emit=emit,
+            check_events=not isinstance(draft.events, list),
+        )
     try:
         check_rewards(draft.metadata, field_name="metadata")
     except ValidationFailed as exc:
@@ -255,6 +407,42 @@ def _convert(draft: TraceDraft, limits: Limits) -> ConvertedTrace:
 
 def _with_file(found: dict[str, Any], name: str) -> dict[str, Any]:
     return {"file": name, **found}
+
+
+def _import_trace(
+    draft: TraceDraft, *, spool: _Spool, problems: _Problems, limits: Limits, file_name: str
+) -> None:
+    """Convert, check and spool one trace. Its blocks are spooled as they are made, while
+    the upload has no problem; a problem found later still means nothing is written."""
+
+    def unkeepable(exc: TypeError) -> None:  # NaN or >64-bit numbers from a lenient parser
+        found = problem(draft.location, f"cannot be kept as JSON: {exc}")
+        problems.add(_with_file(found, file_name))
+
+    trace = _TraceState(draft)
+
+    def emit(block: BlockDraft) -> None:
+        if not problems.count:
+            try:
+                spool.block(trace, block, block.id, block.parent_id)
+            except TypeError as exc:
+                unkeepable(exc)
+
+    converted = _convert(draft, limits, emit)
+    for found in converted.problems:
+        problems.add(_with_file(found, file_name))
+    if problems.count:
+        return
+    try:
+        if converted.blocks:  # a block array, converted whole: its ids are made here
+            block_ids = [ids.block_id() for _ in converted.blocks]
+            for n, b in enumerate(converted.blocks):
+                parent_id = None if b.parent is None else block_ids[b.parent]
+                spool.block(trace, b, block_ids[n], parent_id)
+        if not spool.trace(trace, draft, converted):
+            spool.skipped.append({"file": file_name, **draft.location, "name": trace.name})
+    except TypeError as exc:
+        unkeepable(exc)
 
 
 def _import_file(
@@ -289,24 +477,15 @@ def _import_file(
                 else:
                     spool.dataset_metadata.update(item.metadata)
             else:
-                converted = _convert(item, limits)
-                for found in converted.problems:
-                    problems.add(_with_file(found, name))
-                if not problems.count:
-                    try:
-                        spool.add(item, converted)
-                    except TypeError as exc:  # NaN or >64-bit numbers from a lenient parser
-                        problems.add(
-                            _with_file(
-                                problem(item.location, f"cannot be kept as JSON: {exc}"), name
-                            )
-                        )
+                _import_trace(item, spool=spool, problems=problems, limits=limits, file_name=name)
             # The trace is spooled: nothing of it stays in memory while the next is read.
-            item = converted = None
+            item = None
             if progress is not None:
                 pos = stream.tell()
                 progress(pos - last_pos)
                 last_pos = pos
+            if problems.full:
+                return
     except RecursionError:
         problems.add(
             _with_file(problem({}, "JSON nested too deeply to import", rule="depth"), name)
@@ -315,6 +494,19 @@ def _import_file(
         problems.add(_with_file(problem({}, f"invalid JSON: {exc}", rule="json"), name))
     if not found_any:
         problems.add(_with_file(problem({}, "the file holds no trace", rule="non_empty"), name))
+
+
+def _dataset_hashes(
+    *, organization: Organization, dataset_name: str, dataset: Dataset | None = None
+) -> set[str]:
+    """The content hashes of the traces the dataset (else the named one) has (none if it
+    is new)."""
+    found = (
+        Trace.objects.filter(dataset=dataset)
+        if dataset is not None
+        else Trace.objects.filter(dataset__organization=organization, dataset__name=dataset_name)
+    ).exclude(content_hash="")
+    return set(found.values_list("content_hash", flat=True))
 
 
 # After this many new blocks, PostgreSQL's statistics are refreshed before the commit.
@@ -337,25 +529,43 @@ def _refresh_statistics(blocks: int) -> None:
 
 def trace_import(
     *,
-    organization: Organization,
-    dataset_name: str,
+    organization: Organization | None = None,
+    dataset_name: str = "",
     files: Iterable[tuple[str, BinaryIO]],
     limits: Limits | None = None,
     progress: Callable[[int], None] | None = None,
+    allow_duplicates: bool = False,
+    dataset: Dataset | None = None,
 ) -> ImportResult:
-    """Import every trace of `files` into the named dataset (created if needed).
+    """Import every trace of `files` into the named dataset of `organization` (created if
+    needed), or into `dataset`, an existing one (an upload to a dataset by id): that one
+    must still be there when the import writes, else NotFound; an import never makes a
+    new dataset under the name of one deleted meanwhile.
 
     `files` is read once, in order: it may open each file only when its turn comes.
-    Raises ImportFailed with every problem found; then nothing is written.
+    Raises ImportFailed with every problem found; then nothing is written. A trace the
+    dataset already has (the same content hash), or that the upload has twice, is left
+    out and listed in `skipped`, unless `allow_duplicates`.
     """
     started = time.perf_counter()
-    limits = limits or Limits.from_settings()
+    limits = limits or Limits.for_import()
+    if dataset is not None:
+        organization, dataset_name = dataset.organization, dataset.name
+    if organization is None:
+        raise TypeError("trace_import needs an organization and a dataset name, or a dataset")
     dataset_name = dataset_name_check(dataset_name)
     problems = _Problems()
     formats: dict[str, str] = {}
-    spool = _Spool()
+    spool = _Spool(
+        hashes=_dataset_hashes(
+            organization=organization, dataset_name=dataset_name, dataset=dataset
+        ),
+        allow_duplicates=allow_duplicates,
+    )
     try:
         for name, stream in files:
+            if problems.full:
+                break  # the later files are not read
             # Django's uploaded files split lines at a lone \r too; the file inside does not.
             stream = getattr(stream, "file", stream)
             _import_file(
@@ -365,7 +575,10 @@ def trace_import(
         if problems.count:
             raise ImportFailed(problems.final())
         with transaction.atomic():
-            dataset, _ = dataset_get_or_create(organization=organization, name=dataset_name)
+            if dataset is not None:
+                dataset = dataset_lock(dataset=dataset)
+            else:
+                dataset, _ = dataset_get_or_create(organization=organization, name=dataset_name)
             spool.write(dataset=dataset, first_index=dataset_lock_next_index(dataset=dataset))
             _refresh_statistics(spool.blocks.count)
             dataset = dataset_metadata_add(dataset=dataset, metadata=spool.dataset_metadata)
@@ -378,4 +591,5 @@ def trace_import(
         images=len(spool.image_shas),
         seconds=time.perf_counter() - started,
         formats=formats,
+        skipped=spool.skipped,
     )

@@ -2,6 +2,7 @@
 outputs, arguments."""
 
 from explorer.render.content import arguments_html, content_html, output_html
+from explorer.render.effort import JSON_PARSE_MAX_CHARS
 from explorer.render.fold import Budget
 from tests.explorer.render.sample import CTX, SHA
 
@@ -39,6 +40,12 @@ def test_output_that_holds_json_is_pretty_printed():
     assert '<span class="m">42</span>' in number
     not_json, _ = output_html("{not json", Budget.unlimited(), CTX)
     assert not_json.startswith('<pre class="text">')
+
+
+def test_output_of_json_text_over_the_parse_cap_is_plain_text_with_a_badge():
+    text = "[" + "0," * (JSON_PARSE_MAX_CHARS // 2) + "0]"
+    html, badges = output_html(text, Budget.unlimited(), CTX)
+    assert html.startswith('<pre class="text">[0,0,') and badges == ["JSON shown as text"]
 
 
 def test_unparsed_arguments_are_shown_as_written():

@@ -1,5 +1,6 @@
 """explorer/render/json.py: JSON in its own key order, escaped, readable and coloured."""
 
+from explorer.render.effort import JSON_PARSE_MAX_CHARS, Effort
 from explorer.render.fold import Budget
 from explorer.render.json import (
     highlight_json,
@@ -35,11 +36,18 @@ def test_json_of_deep_values_does_not_fail():
 
 
 def test_parse_json_text():
-    assert parse_json_text('  [1, {"a": 2}]') == [1, {"a": 2}]
-    assert parse_json_text('"just a string"') is None
-    assert parse_json_text("12") is None
-    assert parse_json_text("{bad") is None
-    assert parse_json_text('{"n": NaN}') is None
+    assert parse_json_text('  [1, {"a": 2}]', Effort()) == [1, {"a": 2}]
+    assert parse_json_text('"just a string"', Effort()) is None
+    assert parse_json_text("12", Effort()) is None
+    assert parse_json_text("{bad", Effort()) is None
+    assert parse_json_text('{"n": NaN}', Effort()) is None
+
+
+def test_json_text_over_the_parse_cap_or_the_time_left_is_not_parsed():
+    text = "[" + "0," * (JSON_PARSE_MAX_CHARS // 2) + "0]"
+    assert parse_json_text(text, Effort()) is None
+    assert parse_json_text(text[: JSON_PARSE_MAX_CHARS - 3] + "0]", Effort()) is not None
+    assert parse_json_text("[1]", Effort(seconds=0)) is None
 
 
 def test_strings_with_line_breaks_read_as_lines():

@@ -5,34 +5,26 @@ from typing import Any
 
 import pytest
 
-from tests.ingest.formats.helpers import (
-    DATA,
-    FIXTURES,
-    problems,
-    read_with,
-    sniff_of,
-    traces,
-)
+from tests.ingest.formats.helpers import DATA, problems, read_real, sample_of, traces
 from traces.ingest.formats.inspect_ai import FORMAT, resolve, score_reward, with_missing_calls
 from traces.ingest.types import DatasetMetadata
 
-FIXTURE = FIXTURES / "inspect_ai.json"
-
-
-def read(data: bytes | dict[str, Any]) -> list[Any]:
-    return read_with(FORMAT, data)
-
-
-def fixture() -> dict[str, Any]:
-    return json.loads(FIXTURE.read_text())
+FIXTURE, read, fixture = sample_of(FORMAT)
 
 
 def test_it_yields_one_trace_per_sample_with_first_score_as_reward() -> None:
     found = traces(read(FIXTURE.read_bytes()))
     assert [t.location for t in found] == [{"trace": 0}, {"trace": 1}, {"trace": 2}]
     assert [t.metadata["reward"] for t in found] == [1, 0, 0.25]
-    assert [t.metadata["task_id"] for t in found] == [1, "two", 3]
-    assert [t.name for t in found] == ["1 epoch 1", "two epoch 1", "3 epoch 2"]
+    # Task ids are namespaced by the eval's task; the sample's own id is kept.
+    assert [t.metadata["task_id"] for t in found] == ["images/1", "images/two", "images/3"]
+    assert [t.metadata["sample_id"] for t in found] == [1, "two", 3]
+    assert [t.name for t in found] == [
+        "images/1 epoch 1 openai/gpt-4o (eval ZB2vu5)",
+        "images/two epoch 1 openai/gpt-4o (eval ZB2vu5)",
+        "images/3 epoch 2 openai/gpt-4o (eval ZB2vu5)",
+    ]
+    assert found[0].metadata["eval"]["model"] == "openai/gpt-4o"
     assert found[2].metadata["scores"] == {"similarity": {"value": 0.25}, "match": {"value": "C"}}
 
 
@@ -145,16 +137,10 @@ REAL = {  # file: sample count, rewards
 }
 
 
+@pytest.mark.slow  # a real benchmark file, at its real size
 @pytest.mark.parametrize("name", sorted(REAL))
 def test_real_file_gives_every_sample_with_its_first_score(name: str) -> None:
-    path = DATA / "inspect-ai" / name
-    if not path.exists():
-        pytest.skip(f"real benchmark data not available at {path}")
-    data = path.read_bytes()
-    assert FORMAT.detect(sniff_of(data))
-    original = json.loads(data)
-    items = read(data)
-    assert not problems(items)
+    original, items = read_real(FORMAT, DATA / "inspect-ai" / name)
     found = traces(items)
     count, rewards = REAL[name]
     assert len(found) == len(original["samples"]) == count
@@ -164,7 +150,11 @@ def test_real_file_gives_every_sample_with_its_first_score(name: str) -> None:
         for s in original["samples"]
     ]
     assert [t.metadata.get("reward") for t in found] == expected == rewards
-    assert [t.metadata["task_id"] for t in found] == [s["id"] for s in original["samples"]]
+    assert [t.metadata["sample_id"] for t in found] == [s["id"] for s in original["samples"]]
+    task = original["eval"]["task"]
+    assert [t.metadata["task_id"] for t in found] == [
+        f"{task}/{s['id']}" for s in original["samples"]
+    ]
     for trace, sample in zip(found, original["samples"], strict=True):
         assert "attachment://" not in json.dumps(trace.events)
         kept = [e for e in trace.events or [] if "synthesized" not in e]

@@ -1,29 +1,23 @@
 """SWE-agent `.traj` files: one trace, the chat from `history`, no reward."""
 
 import json
-from typing import Any
+from collections import Counter
+from pathlib import Path
 
 import pytest
 
 from tests.ingest.formats.helpers import (
     DATA,
-    FIXTURES,
     only_trace,
-    read_with,
-    sniff_of,
+    read_real,
+    sample_of,
 )
-from traces.ingest.formats.swe_agent import FORMAT
+from traces.ingest.formats.swe_agent import FORMAT, split_actions
 from traces.ingest.types import DatasetMetadata, FormatProblem
+from traces.models import Block
+from traces.services.imports import trace_import
 
-FIXTURE = FIXTURES / "swe_agent.traj"
-
-
-def read(data: bytes | dict[str, Any]) -> list[Any]:
-    return read_with(FORMAT, data)
-
-
-def fixture() -> dict[str, Any]:
-    return json.loads(FIXTURE.read_text())
+FIXTURE, read, fixture = sample_of(FORMAT)
 
 
 def test_it_reads_history_as_the_events_verbatim() -> None:
@@ -64,7 +58,7 @@ def test_replay_config_stored_as_a_json_string_is_read() -> None:
     assert only_trace(read(data)).metadata["task_id"] == "SWE-agent__test-repo-i1"
 
 
-def test_old_history_without_tool_calls_is_kept_as_it_is() -> None:
+def test_old_history_is_split_into_a_call_and_its_result() -> None:
     history = [
         {"role": "system", "content": "SETTING: ...", "agent": "primary"},
         {"agent": "primary", "content": "Here is a demonstration", "is_demo": True, "role": "user"},
@@ -85,7 +79,16 @@ def test_old_history_without_tool_calls_is_kept_as_it_is() -> None:
         "info": {"exit_status": "submitted", "submission": "diff"},
     }
     trace = only_trace(read(data))
-    assert trace.events == history
+    assert trace.events[:3] == history[:3]
+    call = {
+        "id": "swe_action_3",
+        "type": "function",
+        "function": {"name": "find_file", "arguments": {"command": "find_file x.py\n"}},
+    }
+    assert trace.events[3] == {**history[3], "tool_calls": [call]}
+    assert trace.events[4] == {
+        **history[4], "role": "tool", "tool_call_id": "swe_action_3", "written_role": "user"
+    }  # fmt: skip
     assert "task_id" not in trace.metadata
     assert trace.name == "SWE-agent run (submitted)"
 
@@ -102,12 +105,9 @@ def test_it_builds_events_from_trajectory_steps_when_there_is_nothing_else() -> 
     data["history"] = []
     events = only_trace(read(data)).events
     assert events is not None
-    assert [e["role"] for e in events] == ["assistant", "user", "assistant", "user"]
-    assert events[0] == {
-        "role": "assistant",
-        "content": "Let me find the file.",
-        "action": "find_file missing_colon.py",
-    }
+    assert [e["role"] for e in events] == ["assistant", "tool", "assistant", "tool"]
+    assert events[0]["content"] == "Let me find the file."
+    assert events[0]["tool_calls"][0]["function"]["name"] == "find_file"
     assert events[1]["content"] == data["trajectory"][0]["observation"]
 
 
@@ -126,18 +126,42 @@ REAL = {
 }
 
 
+@pytest.mark.slow  # a real benchmark file, at its real size
 @pytest.mark.parametrize("name", sorted(REAL))
 def test_real_file_gives_one_trace_from_history_without_reward(name: str) -> None:
-    path = DATA / "swe-agent" / name
-    if not path.exists():
-        pytest.skip(f"real benchmark data not available at {path}")
-    data = path.read_bytes()
-    assert FORMAT.detect(sniff_of(data))
-    original = json.loads(data)
-    items = read(data)
-    assert not [item for item in items if isinstance(item, FormatProblem)]
+    original, items = read_real(FORMAT, DATA / "swe-agent" / name)
     trace = only_trace(items)
-    assert trace.events == original["history"]
+    assert trace.events == split_actions(original["history"])
     assert "reward" not in trace.metadata
     assert trace.metadata.get("task_id") == REAL[name]
     assert trace.metadata["exit_status"] == original["info"]["exit_status"] == "submitted"
+
+
+REAL_FIXTURE = Path(__file__).parents[2] / "fixtures" / "real"
+
+
+def test_a_history_only_demonstration_imports_with_exact_counts(org) -> None:
+    """SWE-agent's own trajectories/demonstrations/function_calling_simple.traj: `history`
+    is its only key (it was refused before)."""
+    path = REAL_FIXTURE / "swe_agent_function_calling_simple.traj"
+    with path.open("rb") as handle:
+        result = trace_import(organization=org, dataset_name="d", files=[(path.name, handle)])
+    assert result.formats == {path.name: "swe-agent"}
+    assert (result.traces, result.blocks) == (1, 17)
+    counts = Counter(Block.objects.values_list("sub_type", flat=True))
+    assert counts == {"MESSAGE": 7, "TOOL_CALL": 5, "TOOL_RESULT": 5}
+    calls = Block.objects.filter(sub_type="TOOL_CALL").order_by("created_at", "id")
+    names = [b.payload["name"] for b in calls]
+    assert names == ["find_file", "open", "edit", "bash", "submit"]
+
+
+def test_an_old_trajectory_and_history_splits_actions_into_act_and_observe(org) -> None:
+    path = DATA / "swe-agent" / "swe-agent__test-repo-i1.traj"
+    if not path.exists():
+        pytest.skip(f"real benchmark data not available at {path}")
+    with path.open("rb") as handle:
+        result = trace_import(organization=org, dataset_name="d", files=[(path.name, handle)])
+    counts = Counter(Block.objects.values_list("sub_type", flat=True))
+    # Five commands; the last (`submit`) has no output in the history.
+    assert counts == {"MESSAGE": 8, "TOOL_CALL": 5, "TOOL_RESULT": 4}
+    assert result.blocks == 17

@@ -2,26 +2,15 @@
 
 import io
 import json
-from typing import Any
 
 import pytest
 
-from tests.ingest.formats.helpers import (
-    DATA,
-    FIXTURES,
-    read_with,
-    sniff_of,
-    traces,
-)
+from tests.ingest.formats.helpers import DATA, read_real, sample_of, traces
 from traces.ingest.formats.common import compact, iter_top_level
 from traces.ingest.formats.tau2 import FORMAT
 from traces.ingest.types import DatasetMetadata, FormatProblem, Sniff
 
-FIXTURE = FIXTURES / "tau2.json"
-
-
-def read(data: bytes | dict[str, Any]) -> list[Any]:
-    return read_with(FORMAT, data)
+FIXTURE, read, fixture = sample_of(FORMAT)
 
 
 def test_it_needs_simulations_and_tasks_or_info() -> None:
@@ -133,18 +122,12 @@ REAL = {
 }
 
 
+@pytest.mark.slow  # a real benchmark file, at its real size
 @pytest.mark.parametrize("name", sorted(REAL))
 def test_real_file_gives_every_simulation_with_its_reward(name: str) -> None:
-    path = DATA / name
-    if not path.exists():
-        pytest.skip(f"real benchmark data not available at {path}")
-    data = path.read_bytes()
-    assert FORMAT.detect(sniff_of(data))
-    original = json.loads(data)
-    items = read(data)
+    original, items = read_real(FORMAT, DATA / name)
     found = traces(items)
     count, total = REAL[name]
-    assert not [item for item in items if isinstance(item, FormatProblem)]
     assert len(found) == len(original["simulations"]) == count
     rewards = [t.metadata["reward"] for t in found]
     assert rewards == [s["reward_info"]["reward"] for s in original["simulations"]]

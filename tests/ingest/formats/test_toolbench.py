@@ -1,29 +1,24 @@
 """ToolBench answers: one trace, the longest `train_messages` chat, `win` as reward."""
 
 import json
+from collections import Counter
 from typing import Any
 
 import pytest
 
+from tests.conftest import as_file
 from tests.ingest.formats.helpers import (
     DATA,
-    FIXTURES,
     only_trace,
-    read_with,
-    sniff_of,
+    read_real,
+    sample_of,
 )
 from traces.ingest.formats.toolbench import FORMAT
 from traces.ingest.types import DatasetMetadata, FormatProblem, TraceDraft
+from traces.models import Block, Trace
+from traces.services.imports import trace_import
 
-FIXTURE = FIXTURES / "toolbench.json"
-
-
-def read(data: bytes | dict[str, Any]) -> list[Any]:
-    return read_with(FORMAT, data)
-
-
-def fixture() -> dict[str, Any]:
-    return json.loads(FIXTURE.read_text())
+FIXTURE, read, fixture = sample_of(FORMAT)
 
 
 def test_it_takes_the_longest_train_messages_prefix() -> None:
@@ -86,19 +81,35 @@ REAL = {
 }
 
 
+@pytest.mark.slow  # a real benchmark file, at its real size
 @pytest.mark.parametrize("name", sorted(REAL))
 def test_real_file_gives_the_longest_chat_and_win(name: str) -> None:
-    path = DATA / "toolbench" / name
-    if not path.exists():
-        pytest.skip(f"real benchmark data not available at {path}")
-    data = path.read_bytes()
-    assert FORMAT.detect(sniff_of(data))
-    original = json.loads(data)
-    items = read(data)
-    assert not [item for item in items if isinstance(item, FormatProblem)]
+    original, items = read_real(FORMAT, DATA / "toolbench" / name)
     trace = only_trace(items)
     reward, length = REAL[name]
     assert trace.metadata["reward"] == int(original["win"]) == reward
     longest = max(original["answer_generation"]["train_messages"], key=len)
     assert trace.events == longest
     assert len(trace.events) == length
+
+
+def test_a_failed_run_without_train_messages_is_read_from_its_tree(org) -> None:
+    """A failed run (`valid_data: false`) has only its search tree: before, it was refused.
+    The real run 13 (win: false) with its `train_messages` taken out, as ToolBench writes
+    the answers of runs that failed."""
+    path = DATA / "toolbench" / "13_ChatGPT_DFS_woFilter_w2.json"
+    if not path.exists():
+        pytest.skip(f"real benchmark data not available at {path}")
+    data = json.loads(path.read_bytes())
+    del data["answer_generation"]["train_messages"]
+    data["answer_generation"]["valid_data"] = False
+    result = trace_import(
+        organization=org, dataset_name="d", files=[as_file(json.dumps(data), "13.json")]
+    )
+    assert (result.traces, result.blocks) == (1, 253)
+    counts = Counter(Block.objects.values_list("sub_type", flat=True))
+    assert counts == {"MESSAGE": 121, "TOOL_CALL": 66, "TOOL_RESULT": 66}
+    trace = Trace.objects.get()
+    assert trace.reward == 0.0 and trace.metadata["valid_data"] is False
+    first = Block.objects.filter(sub_type="TOOL_CALL").order_by("created_at", "id").first()
+    assert first.payload["name"] == "search_basic_free_for_streaming_availability"

@@ -1,25 +1,22 @@
 """Who&When failure logs: one trace, `history` as events, failure labels in metadata."""
 
 import json
-from typing import Any
 
 import pytest
 
+from tests.conftest import as_file
 from tests.ingest.formats.helpers import (
     DATA,
-    FIXTURES,
     only_trace,
-    read_with,
-    sniff_of,
+    read_real,
+    sample_of,
 )
 from traces.ingest.formats.who_and_when import FORMAT
 from traces.ingest.types import DatasetMetadata, FormatProblem, Sniff
+from traces.models import Block, Trace
+from traces.services.imports import trace_import
 
-FIXTURE = FIXTURES / "who_and_when.json"
-
-
-def read(data: bytes | dict[str, Any]) -> list[Any]:
-    return read_with(FORMAT, data)
+FIXTURE, read, fixture = sample_of(FORMAT)
 
 
 # An algorithm-generated (CaptainAgent) log: user/assistant roles, the agent in `name`.
@@ -105,16 +102,10 @@ REAL = {  # file: (question_ID, messages)
 }
 
 
+@pytest.mark.slow  # a real benchmark file, at its real size
 @pytest.mark.parametrize("name", sorted(REAL))
 def test_real_file_gives_one_failed_run_with_its_labels(name: str) -> None:
-    path = DATA / "who-and-when" / name
-    if not path.exists():
-        pytest.skip(f"real benchmark data not available at {path}")
-    data = path.read_bytes()
-    assert FORMAT.detect(sniff_of(data))
-    original = json.loads(data)
-    items = read(data)
-    assert not [item for item in items if isinstance(item, FormatProblem)]
+    original, items = read_real(FORMAT, DATA / "who-and-when" / name)
     trace = only_trace(items)
     task_id, length = REAL[name]
     assert trace.events == original["history"]
@@ -122,3 +113,32 @@ def test_real_file_gives_one_failed_run_with_its_labels(name: str) -> None:
     assert trace.metadata["task_id"] == original["question_ID"] == task_id
     assert trace.metadata["reward"] == 0
     assert trace.metadata["mistake_agent"] == original["mistake_agent"]
+
+
+def test_the_mistake_step_marks_its_block_and_the_failure_names_it(org) -> None:
+    """hand-crafted-1: mistake_step "12" (0-based) is the 13th turn, by WebSurfer."""
+    path = DATA / "who-and-when" / "hand-crafted-1.json"
+    if not path.exists():
+        pytest.skip(f"real benchmark data not available at {path}")
+    original = json.loads(path.read_bytes())
+    with path.open("rb") as handle:
+        trace_import(organization=org, dataset_name="d", files=[(path.name, handle)])
+    trace = Trace.objects.get()
+    failure = trace.metadata["failure"]
+    assert {k: failure[k] for k in ("agent", "step")} == {"agent": "WebSurfer", "step": 12}
+    assert failure["reason"] == original["mistake_reason"]
+    block = Block.objects.get(id=failure["block"])
+    assert block.metadata["event_index"] == 12 and block.metadata["failure"] is True
+    assert block.raw == original["history"][12]
+    assert Block.objects.filter(metadata__contains='"failure"').count() == 1
+
+
+def test_a_step_outside_the_history_keeps_the_failure_without_a_block(org) -> None:
+    log = {
+        "question": "q",
+        "history": [{"role": "user", "content": "q"}],
+        "mistake_agent": "A",
+        "mistake_step": "7",
+    }
+    trace_import(organization=org, dataset_name="d", files=[as_file(json.dumps(log))])
+    assert Trace.objects.get().metadata["failure"] == {"agent": "A", "step": 7}

@@ -69,7 +69,7 @@ def score_reward(value: Any) -> float | int | None:
     return number(value)
 
 
-def _run_facts(top: dict[str, Any]) -> dict[str, Any]:
+def run_facts(top: dict[str, Any]) -> dict[str, Any]:
     ev, results, stats = (as_object(top.get(k)) for k in ("eval", "results", "stats"))
     facts: dict[str, Any] = {
         "benchmark": ev.get("task"),
@@ -96,8 +96,14 @@ def _run_facts(top: dict[str, Any]) -> dict[str, Any]:
     return compact({k: v for k, v in facts.items() if v is not None})
 
 
-def _trace(sample: Any, index: int) -> TraceDraft | FormatProblem:
-    where = {"trace": index}
+def sample_trace(
+    sample: Any, index: int, facts: dict[str, Any], where: dict[str, Any] | None = None
+) -> TraceDraft | FormatProblem:
+    """One sample (one epoch) as a trace. Several logs may go into one dataset: the trace
+    keeps its eval's facts (`eval`), its task id is namespaced by the eval's task
+    (`<task>/<sample id>`, the sample's own id kept as `sample_id`), and its name says the
+    task, the sample, the epoch and the model, so names stay unique."""
+    where = where or {"trace": index}
     if not isinstance(sample, dict):
         return FormatProblem("a sample must be a JSON object", where)
     if not isinstance(sample.get("messages"), list):
@@ -111,12 +117,25 @@ def _trace(sample: Any, index: int) -> TraceDraft | FormatProblem:
     if isinstance(scores, dict) and scores:
         first = next(iter(scores.values()))
         reward = score_reward(first.get("value") if isinstance(first, dict) else None)
+    if facts:
+        metadata["eval"] = facts
+    sample_id, task = sample.get("id"), facts.get("benchmark")
+    task_id = sample_id
+    if sample_id is not None:
+        metadata["sample_id"] = sample_id
+        if isinstance(task, str) and task:
+            task_id = f"{task}/{sample_id}"
     run = f"epoch {sample.get('epoch', 1)}"
-    return run_trace(where, events, metadata, reward=reward, task_id=sample.get("id"), run=run)
+    if isinstance(facts.get("model"), str):
+        run += f" {facts['model']}"
+    if isinstance(facts.get("eval_id"), str):
+        run += f" (eval {facts['eval_id'][:6]})"  # the same task and model run twice
+    return run_trace(where, events, metadata, reward=reward, task_id=task_id, run=run)
 
 
 class InspectAI:
     name = "inspect-ai"
+    recognised_by = "an object with `eval` and `samples` (Inspect JSON log)"
 
     def detect(self, sniff: Sniff) -> bool:
         return sniff.first_char == "{" and {"eval", "samples"} <= sniff.top_keys
@@ -128,8 +147,18 @@ class InspectAI:
             if key in ("eval", "results", "stats", "status", "error", "samples"):
                 top[key] = value
 
+        facts: dict[str, Any] = {}
+
+        def dataset_facts() -> dict[str, Any]:
+            facts.update(run_facts(top))
+            return facts
+
         yield from read_runs(
-            stream, runs_key="samples", keep=keep, facts=lambda: _run_facts(top), trace=_trace
+            stream,
+            runs_key="samples",
+            keep=keep,
+            facts=dataset_facts,
+            trace=lambda sample, index: sample_trace(sample, index, facts),
         )
 
 

@@ -7,14 +7,16 @@ from typing import Any, BinaryIO
 import ijson
 
 from traces import jsontext
+from traces.ingest import streamed
 from traces.ingest.lines import Bounded, line_end
 from traces.ingest.traces_in import trace_from_value
 from traces.ingest.types import DatasetMetadata, FormatProblem, Item, Sniff
 
-# Lines longer than this are parsed as they are read (ijson), never held whole: the bytes
-# of a 40 MB line plus orjson's own copy of them cost more than the trace they hold.
-LONG_LINE = 4 << 20
+# Lines this long are read as they stream (traces/ingest/streamed.py), never held whole:
+# the Python objects of a trace of small events cost 10-30x its text.
+LONG_LINE = streamed.STREAM_LINE
 _LONG_LINE_BUFFER = 4 << 20  # ijson's reads in a long line (see types.PARSE_BUFFER)
+images_possible = streamed.images_possible
 
 
 def _parse_long_line(stream: BinaryIO, start: int) -> Any:
@@ -43,9 +45,42 @@ def _parse_long_line(stream: BinaryIO, start: int) -> Any:
     return value
 
 
-def _lines(stream: BinaryIO) -> Iterator[tuple[int, Any]]:
-    """(line number, its JSON value or the JsonError saying why it has none), for every
-    line that is not blank. A line is dropped once parsed, before the value is given."""
+def _long_line(stream: BinaryIO, start: int, line_no: int) -> Iterator[tuple[int, Any, dict]]:
+    """`_lines`' one item for the line at `start`, of at least LONG_LINE bytes: a trace of
+    events is given as its shell (streamed.scan) with `events` to read them one at a time;
+    any other value is parsed whole."""
+    stream.seek(start)
+    length = line_end(stream)  # None: the line runs to the end of the file
+    end = stream.tell() if length is None else start + length + 1
+    try:
+        shape = streamed.scan(stream, start, end - start)
+    except jsontext.JsonError as exc:
+        stream.seek(end)
+        yield line_no, exc, {}
+        return
+    if shape.prefix is None:
+        if shape.depth > jsontext.MAX_DEPTH:
+            known = {}  # the importer checks each value it stores
+        else:
+            known = {"depth": shape.depth, "images_possible": shape.images_possible}
+        try:
+            value = _parse_long_line(stream, start)
+        except jsontext.JsonError as exc:
+            value = exc
+        yield line_no, value, known
+        return
+    events = streamed.events(stream, start, end - start, shape)
+    known = {"depth": shape.depth, "images_possible": shape.images_possible, "events": events}
+    yield line_no, shape.shell, known
+    # The importer has read the events (or left them): on after the line.
+    events.close()
+    stream.seek(end)
+
+
+def _lines(stream: BinaryIO) -> Iterator[tuple[int, Any, dict[str, Any]]]:
+    """(line number, its JSON value or the JsonError saying why it has none, what is known
+    of its bytes: TraceDraft's `depth` and `images_possible`), for every line that is not
+    blank. A line is dropped once parsed, before the value is given."""
     line_no = 0
     while True:
         start = stream.tell()
@@ -55,36 +90,38 @@ def _lines(stream: BinaryIO) -> Iterator[tuple[int, Any]]:
         line_no += 1
         if len(line) == LONG_LINE and not line.endswith(b"\n"):
             line = None
-            try:
-                yield line_no, _parse_long_line(stream, start)
-            except jsontext.JsonError as exc:
-                yield line_no, exc
+            yield from _long_line(stream, start, line_no)
             continue
         if line.isspace():  # isspace(): no stripped copy
             continue
+        known: dict[str, Any] = {}
         try:
-            value = jsontext.loads(line)
+            value, depth = jsontext.loads_with_depth(line)
+            known = {"depth": depth, "images_possible": images_possible(line)}
         except jsontext.JsonError as exc:
             value = exc
         line = None
-        yield line_no, value
+        yield line_no, value, known
         value = None
 
 
 class JsonLines:
     name = "jsonl"
+    recognised_by = (
+        "JSON Lines: one trace a line (an event array, a block array or a trace object); "
+        'a first line `{"metadata": {...}}` alone is the dataset\'s (Invariant)'
+    )
 
     def detect(self, sniff: Sniff) -> bool:
-        if sniff.multiple:
-            return True
-        # A one-line file holding a trace object or only dataset metadata.
-        return sniff.first_char == "{" and bool(sniff.top_keys & {"messages", "blocks", "metadata"})
+        # Detection parsed the file: more than one top-level value. One value, even a
+        # one-line one, is read by its own format (json_object, json_array...).
+        return sniff.multiple
 
     def read(self, stream: BinaryIO) -> Iterator[Item]:
         trace_index = 0
         # Memory: a trace is dropped once the importer is done with it, before the next
         # line is read (a 40 MB line must not be held twice).
-        for line_no, value in _lines(stream):
+        for line_no, value, known in _lines(stream):
             where = {"line": line_no}
             if isinstance(value, jsontext.JsonError):
                 rule = "max_depth" if isinstance(value, jsontext.JsonTooDeep) else "json"
@@ -102,7 +139,11 @@ class JsonLines:
                 else:
                     yield DatasetMetadata(value["metadata"])
                 continue
-            trace, value = trace_from_value(value, {**where, "trace": trace_index}), None
+            events = known.pop("events", None)
+            trace = trace_from_value(value, {**where, "trace": trace_index}, **known)
+            if events is not None and not isinstance(trace, FormatProblem):
+                trace.events = events  # read as the importer converts them
+            value = events = None
             yield trace
             trace = None
             trace_index += 1

@@ -2,8 +2,10 @@
 
 One trace per file. `history` is the chat as the model saw it (SWE-agent >= 1.0:
 tool calls, outputs linked by a list `tool_call_ids`; older: observations as `user`
-messages, the command in `action`). With no usable history, the chat is taken from
-the last trajectory step's `messages`, else built from the steps. No reward.
+messages, the command in `action`, split here into a call and its result). A file may
+hold `history` only (the repository's demonstrations). With no usable history, the
+chat is taken from the last trajectory step's `messages`, else built from the steps.
+No reward.
 """
 
 from collections.abc import Iterator
@@ -26,6 +28,41 @@ def _events_from_trajectory(steps: list[Any]) -> list[Any] | None:
         events.append({"role": "assistant", "content": said, "action": step.get("action")})
         events.append({"role": "user", "content": step.get("observation")})
     return events or None
+
+
+def split_actions(events: list[Any]) -> list[Any]:
+    """Old SWE-agent (before function calling) writes the command in the assistant turn's
+    `action` and its output as the next `user` message: each becomes a tool call (named by
+    the command's first word, `{"command": action}`) and its result, so the run reads in
+    the ACT and OBSERVE lanes. The event keeps every key; the role it had is noted."""
+    out: list[Any] = []
+    pending: str | None = None
+    for n, event in enumerate(events):
+        if not isinstance(event, dict):
+            out.append(event)
+            pending = None
+            continue
+        action = event.get("action")
+        if (
+            event.get("role") == "assistant"
+            and not event.get("tool_calls")
+            and isinstance(action, str)
+            and action.split()
+        ):
+            pending = f"swe_action_{n}"
+            call = {
+                "id": pending,
+                "type": "function",
+                "function": {"name": action.split()[0], "arguments": {"command": action}},
+            }
+            out.append({**event, "tool_calls": [call]})
+            continue
+        if pending is not None and event.get("role") == "user":
+            out.append({**event, "role": "tool", "tool_call_id": pending, "written_role": "user"})
+        else:
+            out.append(event)
+        pending = None
+    return out
 
 
 def _replay_config(data: dict[str, Any]) -> dict[str, Any]:
@@ -61,9 +98,17 @@ def _metadata(data: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
 
 class SweAgent(WholeJsonFile):
     name = "swe-agent"
+    recognised_by = (
+        "an object with `history` and/or `trajectory` beside `info`, `environment` or "
+        "`replay_config` (SWE-agent .traj, old and function-calling)"
+    )
 
     def detect(self, sniff: Sniff) -> bool:
-        return sniff.first_char == "{" and {"trajectory", "history"} <= sniff.top_keys
+        keys = sniff.top_keys
+        if sniff.first_char != "{" or not ({"trajectory", "history"} & keys):
+            return False
+        # `history` alone: SWE-agent's own demonstrations; Who&When logs ask a `question`.
+        return not ({"question", "mistake_agent", "messages"} & keys)
 
     def read_value(self, data: Any) -> Iterator[Item]:
         where = {"trace": 0}
@@ -80,6 +125,7 @@ class SweAgent(WholeJsonFile):
                 {**where, "field": "history"},
             )
             return
+        events = split_actions(events)
         config = _replay_config(data)
         metadata = _metadata(data, config)
         run = {"agent": "SWE-agent", "model": metadata.get("model")}

@@ -53,6 +53,7 @@ def _trace(sim: Any, index: int) -> TraceDraft | FormatProblem:
 
 class Tau2:
     name = "tau2-bench"
+    recognised_by = "an object with `simulations` and `tasks` or `info` (tau2-bench results)"
 
     def detect(self, sniff: Sniff) -> bool:
         keys = sniff.top_keys

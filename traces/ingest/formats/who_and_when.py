@@ -23,8 +23,24 @@ def _reward(log: dict[str, Any]) -> float | int | None:
     return 0 if log.get("mistake_agent") else None
 
 
+def _failure(log: dict[str, Any]) -> dict[str, Any] | None:
+    """The failure attribution: `mistake_step` is the 0-based index in `history` of the
+    turn that caused the failure (written as a string); the import stores the id of the
+    block that turn became in `failure.block` (traces/ingest/failure.py)."""
+    step = log.get("mistake_step")
+    if isinstance(step, str) and step.strip().isdigit():
+        step = int(step)
+    if not (isinstance(step, int) and not isinstance(step, bool)) and not log.get("mistake_agent"):
+        return None
+    found: dict[str, Any] = {"agent": log.get("mistake_agent"), "reason": log.get("mistake_reason")}
+    if isinstance(step, int) and not isinstance(step, bool) and step >= 0:
+        found["step"] = step
+    return {k: v for k, v in found.items() if v is not None}
+
+
 class WhoAndWhen(WholeJsonFile):
     name = "who-and-when"
+    recognised_by = "an object with `history` and `question` or `mistake_agent` (Who&When logs)"
 
     def detect(self, sniff: Sniff) -> bool:
         keys = sniff.top_keys
@@ -51,6 +67,8 @@ class WhoAndWhen(WholeJsonFile):
             metadata["agents"] = list(log["system_prompt"])
         if (reward := _reward(log)) is not None:
             metadata["reward"] = reward
+        if (failure := _failure(log)) is not None:
+            metadata["failure"] = failure
         if log.get("question_ID") is not None:
             metadata["task_id"] = log["question_ID"]
         question = log.get("question")

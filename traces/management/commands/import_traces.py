@@ -20,22 +20,40 @@ def _opened_one_at_a_time(paths: list[Path]) -> Iterator[tuple[str, BinaryIO]]:
             yield str(path), handle
 
 
+DEFAULT_ORG = "default"
+
+
 class Command(BaseCommand):
     help = "Import trace files (any supported format) into a dataset, all or nothing."
 
     def add_arguments(self, parser):
         parser.add_argument("paths", nargs="+", type=Path)
         parser.add_argument("--dataset", required=True, help="dataset name (created if needed)")
-        parser.add_argument("--org", default="default", help="organization slug")
+        parser.add_argument(
+            "--org",
+            default=None,
+            help=f"organization slug (created if new); without it, {DEFAULT_ORG!r}",
+        )
         parser.add_argument("--no-progress", action="store_true")
+        parser.add_argument(
+            "--allow-duplicates",
+            action="store_true",
+            help="import traces the dataset already has (same content) again",
+        )
 
-    def handle(self, *args, paths, dataset, org, no_progress, **options):
+    def handle(self, *args, paths, dataset, org, no_progress, allow_duplicates, **options):
         missing = [str(p) for p in paths if not p.is_file()]
         if missing:
             raise CommandError(f"not a file: {', '.join(missing)}")
         total = sum(p.stat().st_size for p in paths)
         show = not no_progress and sys.stderr.isatty()
         bar = tqdm(total=total, unit="B", unit_scale=True, disable=not show, file=sys.stderr)
+        if org is None:
+            org = DEFAULT_ORG
+            self.stdout.write(
+                f"No --org given: importing into organization {org!r} "
+                f"(give --org <slug> to choose one)."
+            )
         try:
             organization = organization_get_or_create(slug=org)
             result = trace_import(
@@ -43,6 +61,7 @@ class Command(BaseCommand):
                 dataset_name=dataset,
                 files=_opened_one_at_a_time(paths),
                 progress=bar.update,
+                allow_duplicates=allow_duplicates,
             )
         except ImportFailed as exc:
             bar.close()
@@ -56,5 +75,14 @@ class Command(BaseCommand):
         self.stdout.write(
             f"Imported {result.traces} traces, {result.blocks} blocks, {result.images} images "
             f"into dataset {result.dataset.name!r} ({result.dataset.pk}) "
+            f"of organization {organization.slug!r} "
             f"in {result.seconds:.2f} s"
         )
+        if result.skipped:
+            self.stdout.write(
+                f"Skipped {len(result.skipped)} traces the dataset already had "
+                "(--allow-duplicates imports them again):"
+            )
+            for found in result.skipped:
+                where = ", ".join(f"{k} {found[k]}" for k in ("line", "trace") if k in found)
+                self.stdout.write(f"  {found['file']}, {where}: {found['name'] or '(no name)'}")

@@ -36,7 +36,7 @@ def fill_places(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("traces", "0009_images_per_organization"),
+        ("traces", "0013_merge_reading"),
     ]
 
     operations = [

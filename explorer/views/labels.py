@@ -1,0 +1,149 @@
+"""Failure labels and comments in the pages: a dataset's vocabulary (add: members; remove,
+with every tag using it: owners) and the labels and comments of a trace or its blocks
+(add, remove: members). Writes go through traces.services.annotations; each POST answers
+htmx with the partial it changed and a browser with a redirect (explorer/views/base.py),
+or, when refused, the partial with what was wrong (422) or the page with a message."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponseRedirect
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from explorer.access import actor, policy_errors
+from explorer.views.base import render_page, wants_partial
+from traces.errors import TraceStoreError
+from traces.models import Dataset, Trace
+from traces.policy import Action, allows, require
+from traces.selectors.access import dataset_for, trace_for
+from traces.selectors.annotations import (
+    annotation_get_in_org,
+    annotations_of,
+    label_counts,
+    label_get,
+    labels_of,
+)
+from traces.services.annotations import (
+    annotation_create,
+    annotation_delete,
+    label_create,
+    label_delete,
+)
+
+DATASET_TEMPLATE = "explorer/dataset.html"
+TRACE_TEMPLATE = "explorer/trace.html"
+
+
+def labels_context(request, dataset: Dataset, error: str = "", entered: str = "") -> dict:
+    """The dataset page's labels card: the vocabulary with its counts, and its forms."""
+    who = actor(request)
+    return {
+        "dataset": dataset,
+        "label_counts": label_counts(dataset=dataset),
+        "can_upload": allows(who, Action.WRITE, dataset),
+        "can_manage": allows(who, Action.MANAGE, dataset),
+        "label_error": error,
+        "label_entered": entered,
+    }
+
+
+def annotations_context(
+    request, trace: Trace, *, block: str = "", error: str = "", entered: str = ""
+) -> dict:
+    """The trace page's labels and comments card, and its form (for `block` if given)."""
+    vocabulary = list(labels_of(dataset=trace.dataset)) if trace.dataset_id else []
+    return {
+        "trace": trace,
+        "annotations": list(annotations_of(trace=trace)[:500]),
+        "vocabulary": vocabulary,
+        "annotate_block": block[:64],
+        "can_edit": allows(actor(request), Action.WRITE, trace),
+        "annotate_error": error,
+        "annotate_entered": entered,
+    }
+
+
+def _answer(request, template: str, partial: str, context, page_url: str, error: str = ""):
+    """A POST's outcome: for htmx the changed partial (422 with the error), for a browser
+    a redirect back to the page (the error as a message)."""
+    if wants_partial(request):
+        status = 422 if error else 200
+        return render_page(request, template, context(), partial=partial, status=status)
+    if error:
+        messages.error(request, f"The label was not saved: {error}")
+    return HttpResponseRedirect(page_url)
+
+
+def _dataset_answer(request, dataset: Dataset, error: str = "", entered: str = ""):
+    return _answer(
+        request, DATASET_TEMPLATE, "labels",
+        lambda: labels_context(request, dataset, error, entered),
+        reverse("dataset", args=[dataset.pk]) + "#labels", error,
+    )  # fmt: skip
+
+
+@require_POST
+@login_required
+@policy_errors
+def dataset_label_add(request, dataset_id: str):
+    dataset = dataset_for(actor=actor(request), dataset_id=dataset_id, action=Action.WRITE)
+    name = request.POST.get("name", "")
+    try:
+        label_create(dataset=dataset, name=name, description=request.POST.get("description", ""))
+    except TraceStoreError as exc:
+        return _dataset_answer(request, dataset, exc.message, name[:100])
+    return _dataset_answer(request, dataset)
+
+
+@require_POST
+@login_required
+@policy_errors
+def dataset_label_remove(request, dataset_id: str, label_id: str):
+    dataset = dataset_for(actor=actor(request), dataset_id=dataset_id)
+    label = label_get(dataset=dataset, label_id=label_id)
+    require(actor(request), Action.MANAGE, label)
+    label_delete(label=label)
+    return _dataset_answer(request, dataset)
+
+
+def _trace_answer(request, trace: Trace, error: str = "", entered: str = "", block: str = ""):
+    return _answer(
+        request, TRACE_TEMPLATE, "annotations",
+        lambda: annotations_context(request, trace, block=block, error=error, entered=entered),
+        reverse("trace", args=[trace.pk]) + "#annotations", error,
+    )  # fmt: skip
+
+
+@require_POST
+@login_required
+@policy_errors
+def trace_annotate(request, trace_id: str):
+    trace = trace_for(actor=actor(request), trace_id=trace_id, action=Action.WRITE)
+    post = request.POST
+    try:
+        annotation_create(
+            trace=trace,
+            label=post.get("label", ""),
+            comment=post.get("comment", ""),
+            block_id=post.get("block", "").strip(),
+            author=request.user,
+        )
+    except TraceStoreError as exc:
+        return _trace_answer(
+            request, trace, exc.message, post.get("comment", "")[:2000], post.get("block", "")
+        )
+    return _trace_answer(request, trace)
+
+
+@require_POST
+@login_required
+@policy_errors
+def annotation_remove(request, trace_id: str, annotation_id: str):
+    trace = trace_for(actor=actor(request), trace_id=trace_id, action=Action.WRITE)
+    annotation = annotation_get_in_org(
+        organization=trace.organization, annotation_id=annotation_id
+    )
+    if annotation.trace_id != trace.pk:
+        return _trace_answer(request, trace)  # nothing of this trace to remove
+    annotation_delete(annotation=annotation)
+    return _trace_answer(request, trace)
