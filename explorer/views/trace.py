@@ -171,13 +171,15 @@ def block_full(request, trace_id: str, block_id: str):
     trace = _trace(request, trace_id)
     block = _block(trace, block_id)
     as_text = request.GET.get("as") == "text"
-    renderer = page.PageRenderer(request, trace, fold=False, as_text=as_text)
-    node = block_of(block)
+    fold = request.GET.get("fold") == "1"  # back to the preview, after "Show all"
+    renderer = page.PageRenderer(request, trace, fold=fold, as_text=as_text)
+    node = {**block_of(block), "is_error": block.is_error}
     renderer.load_image_types([node])
     view = renderer.block(node)
     if wants_partial(request):  # the block's raw (#raw-<block>) or body (#body-<block>)
         partial = "raw" if htmx_target(request).startswith("raw-") else "block_body"
-        return render_page(request, TEMPLATE, {"trace": trace, "b": view}, partial=partial)
+        context = {"trace": trace, "b": view, "unfolded": not fold}
+        return render_page(request, TEMPLATE, context, partial=partial)
     context = {
         "trace": trace,
         "title": page.trace_title(trace),
