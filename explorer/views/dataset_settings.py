@@ -41,7 +41,7 @@ def _metadata_from(text: str) -> dict[str, Any]:
     except orjson.JSONDecodeError as exc:
         raise FormError(f"The metadata is not JSON: {exc}.") from None
     if not isinstance(value, dict):
-        raise FormError('The metadata must be a JSON object: {"key": value, …}.')
+        raise FormError("The metadata must be a JSON object: {\"key\": value, …}.")
     return jsontext.loads(text)  # key order and every string as written
 
 

@@ -140,7 +140,9 @@ def trace_annotate(request, trace_id: str):
 @policy_errors
 def annotation_remove(request, trace_id: str, annotation_id: str):
     trace = trace_for(actor=actor(request), trace_id=trace_id, action=Action.WRITE)
-    annotation = annotation_get_in_org(organization=trace.organization, annotation_id=annotation_id)
+    annotation = annotation_get_in_org(
+        organization=trace.organization, annotation_id=annotation_id
+    )
     if annotation.trace_id != trace.pk:
         return _trace_answer(request, trace)  # nothing of this trace to remove
     annotation_delete(annotation=annotation)
