@@ -174,8 +174,11 @@ def _thoughts(event: dict[str, Any]) -> list[str]:
 
 def _result_targets(t: _Trace, event: dict[str, Any], i: int) -> list[str] | None:
     """The call ids a tool output answers, or None after recording a problem."""
-    if isinstance(event.get("tool_call_id"), str):
-        wanted, fld = [event["tool_call_id"]], "tool_call_id"
+    if event.get("tool_call_id") is not None:
+        # A call's id that is not a string is stored as its text (_message): an output
+        # names it the same way, never answered by order instead.
+        call_id = event["tool_call_id"]
+        wanted, fld = [call_id if isinstance(call_id, str) else str(call_id)], "tool_call_id"
     elif isinstance(event.get("tool_call_ids"), list) and event["tool_call_ids"]:
         wanted, fld = event["tool_call_ids"], "tool_call_ids"
     elif isinstance(event.get("id"), str) and event["id"] in t.current:

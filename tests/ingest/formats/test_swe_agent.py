@@ -39,17 +39,17 @@ def test_metadata_has_task_id_model_and_exit_status_but_no_reward() -> None:
     assert trace.metadata["steps"] == 2
     assert trace.metadata["problem_statement"]["type"] == "github"
     assert "reward" not in trace.metadata
-    assert not [key for key in trace.metadata if key.startswith("edited_files")]
+    assert trace.metadata["edited_files30"] == fixture()["info"]["edited_files30"]
     assert "text" not in trace.metadata["problem_statement"]
     assert [i.metadata for i in items if isinstance(i, DatasetMetadata)] == [
         {"agent": "SWE-agent", "model": "gpt-4o"}
     ]
 
 
-def test_a_long_submission_is_truncated() -> None:
+def test_a_long_submission_is_kept_whole() -> None:
     data = fixture()
-    data["info"]["submission"] = "+" * 5000
-    assert only_trace(read(data)).metadata["submission"] == "+" * 2000
+    data["info"]["submission"] = "+" * 50_000
+    assert only_trace(read(data)).metadata["submission"] == "+" * 50_000
 
 
 def test_replay_config_stored_as_a_json_string_is_read() -> None:

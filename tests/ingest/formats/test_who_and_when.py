@@ -68,11 +68,11 @@ def test_metadata_has_the_failure_labels_task_id_and_a_zero_reward() -> None:
     ]
 
 
-def test_is_correct_is_the_reward_and_system_prompts_become_agent_names() -> None:
+def test_is_correct_is_the_reward_and_system_prompts_are_kept_with_agent_names() -> None:
     meta = only_trace(read(ALGORITHM_GENERATED)).metadata
     assert meta["reward"] == 0
     assert meta["agents"] == ["Excel_Expert", "Computer_terminal"]
-    assert "system_prompt" not in meta
+    assert meta["system_prompt"] == ALGORITHM_GENERATED["system_prompt"]
     assert only_trace(read({**ALGORITHM_GENERATED, "is_correct": True})).metadata["reward"] == 1
 
 

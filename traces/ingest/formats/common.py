@@ -6,10 +6,13 @@ from typing import Any, BinaryIO
 
 import ijson
 import orjson
+from django.conf import settings
 
+from traces import jsontext
 from traces.ingest.types import PARSE_BUFFER, DatasetMetadata, FormatProblem, Item, TraceDraft
 
-BIG_STRING = 2000  # characters: longer strings are left out of metadata
+# Where a value a format keeps in metadata is too large to keep, it says so under this key.
+LEFT_OUT = "left_out"
 
 
 def as_object(value: Any) -> dict[str, Any]:
@@ -34,17 +37,29 @@ class WholeJsonFile:
         raise NotImplementedError
 
 
-def compact(value: Any, limit: int = BIG_STRING) -> Any:
-    """`value` without the strings longer than `limit` inside its objects and arrays."""
-
-    def small(v: Any) -> bool:
-        return not (isinstance(v, str) and len(v) > limit)
-
-    if isinstance(value, dict):
-        return {k: compact(v, limit) for k, v in value.items() if small(v)}
-    if isinstance(value, list):
-        return [compact(v, limit) for v in value if small(v)]
-    return value
+def kept(values: dict[str, Any]) -> dict[str, Any]:
+    """Metadata made of `values` as written, each whole (never cut, DESIGN.md "imports
+    keep real logs whole"), except a value whose size (spec/004's: UTF-8 bytes of a
+    string, else of its compact JSON) is over the import limit for one message
+    (LIMIT_IMPORT_MESSAGE_BYTES): it is left out, and `left_out`
+    says which key and how many bytes it had, so that nothing is dropped silently and a
+    trace's metadata stays a size a page can read (an Inspect sample's `events`
+    transcript can be many megabytes)."""
+    limit = settings.LIMIT_IMPORT_MESSAGE_BYTES
+    out: dict[str, Any] = {}
+    left_out: dict[str, Any] = {}
+    for key, value in values.items():
+        try:
+            size = jsontext.byte_size(value) if isinstance(value, str | dict | list) else 0
+        except TypeError:  # what JSON cannot keep: the importer reports it
+            size = 0
+        if size > limit:
+            left_out[key] = {"bytes": size, "limit_bytes": limit}
+        else:
+            out[key] = value
+    if left_out:
+        out[LEFT_OUT] = {**as_object(out.get(LEFT_OUT)), **left_out}
+    return out
 
 
 def iter_top_level(stream: BinaryIO, big: str) -> Iterator[tuple[str, Any]]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from traces.ingest.formats.common import BIG_STRING, WholeJsonFile, as_object, compact
+from traces.ingest.formats.common import WholeJsonFile, as_object, kept
 from traces.ingest.types import DatasetMetadata, FormatProblem, Item, Sniff, TraceDraft, Usage
 
 
@@ -76,18 +76,16 @@ def _replay_config(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _metadata(data: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
-    info = as_object(data.get("info"))
-    info = {k: v for k, v in info.items() if not k.startswith("edited_files")}
-    metadata: dict[str, Any] = compact(info)
-    if isinstance(info.get("submission"), str):
-        metadata["submission"] = info["submission"][:BIG_STRING]
+    # `info` whole: exit status, submission (the patch), model_stats, edited_files30/50/70
+    # (the edited files around each change).
+    metadata: dict[str, Any] = kept(as_object(data.get("info")))
     if isinstance(data.get("environment"), str):
         metadata["environment"] = data["environment"]
     if isinstance(data.get("trajectory"), list):
         metadata["steps"] = len(data["trajectory"])
     problem = {k: v for k, v in as_object(config.get("problem_statement")).items() if k != "text"}
     if problem:
-        metadata["problem_statement"] = compact(problem)
+        metadata.update(kept({"problem_statement": problem}))
     if problem.get("id") is not None:
         metadata["task_id"] = problem["id"]
     model = as_object(as_object(config.get("agent")).get("model")).get("name")

@@ -10,7 +10,7 @@ run. Legacy `function_call` + role `function`, no ids. Reward: `win` as 1/0. A f
 from collections.abc import Iterator
 from typing import Any
 
-from traces.ingest.formats.common import WholeJsonFile, compact, number
+from traces.ingest.formats.common import WholeJsonFile, kept, number
 from traces.ingest.types import DatasetMetadata, FormatProblem, Item, Sniff, TraceDraft
 
 # The per-run facts kept from `answer_generation` (not the chats nor tool definitions).
@@ -89,13 +89,13 @@ class ToolBench(WholeJsonFile):
             yield FormatProblem("`train_messages` holds no message: nothing to import", field)
             return
         longest = max(range(len(chats)), key=lambda i: (len(chats[i]), i))
-        metadata: dict[str, Any] = compact({k: answer[k] for k in KEPT if k in answer})
+        metadata: dict[str, Any] = kept({k: answer[k] for k in KEPT if k in answer})
         metadata["train_messages_count"] = len(chats)
         tools = answer.get("function")
         if isinstance(tools, list):
             metadata["tools"] = [t.get("name") for t in tools if isinstance(t, dict)]
         if isinstance(data.get("forward_args"), dict):
-            metadata["forward_args"] = compact(data["forward_args"])
+            metadata.update(kept({"forward_args": data["forward_args"]}))
         if "win" in data:
             metadata["win"] = data["win"]
             if number(data["win"]) is not None:

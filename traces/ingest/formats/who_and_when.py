@@ -8,7 +8,7 @@
 from collections.abc import Iterator
 from typing import Any
 
-from traces.ingest.formats.common import WholeJsonFile, compact, number
+from traces.ingest.formats.common import WholeJsonFile, kept, number
 from traces.ingest.types import DatasetMetadata, FormatProblem, Item, Sniff, TraceDraft
 
 
@@ -57,12 +57,8 @@ class WhoAndWhen(WholeJsonFile):
             yield FormatProblem("a log needs a `history` array", {**where, "field": "history"})
             return
         yield DatasetMetadata({"benchmark": "Who&When"})
-        # The agents' system prompts are long: only the agents' names are kept.
-        metadata: dict[str, Any] = compact(
-            {k: v for k, v in log.items() if k not in ("history", "system_prompt")}
-        )
-        if isinstance(log.get("question"), str):
-            metadata["question"] = log["question"]  # up to ~2 KB, always kept
+        # Every key but the events, the agents' system prompts included (a few KB each).
+        metadata: dict[str, Any] = kept({k: v for k, v in log.items() if k != "history"})
         if isinstance(log.get("system_prompt"), dict):
             metadata["agents"] = list(log["system_prompt"])
         if (reward := _reward(log)) is not None:
