@@ -15,6 +15,7 @@ import hashlib
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import Any, BinaryIO
 
 from django.conf import settings
@@ -88,10 +89,20 @@ class _Spool:
     the table takes them, trace rows without their dataset and index (known only under
     the dataset's lock), images once each, and which trace was stored with which image."""
 
-    def __init__(self, *, hashes: set[str] | None = None, allow_duplicates: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        hashes: set[str] | None = None,
+        allow_duplicates: bool = False,
+        name_taken: Callable[[str], bool] = lambda name: False,
+    ) -> None:
         # The content hashes of the traces the dataset has, then of those spooled.
         self.hashes = hashes if hashes is not None else set()
         self.allow_duplicates = allow_duplicates
+        # Whether the dataset has a trace of that name; the names given to the traces that
+        # asked for a unique one (TraceDraft.unique_name) in this upload.
+        self.name_taken = name_taken
+        self.unique_names: set[str] = set()
         self.skipped: list[dict[str, Any]] = []  # where each duplicate left out was
         self.now = timezone.now()
         self.stamp = adapt_datetime(self.now)
@@ -156,10 +167,11 @@ class _Spool:
                 del self.error_blocks[-errors:]
             return False
         self.hashes.add(content_hash)
+        name = self._unique(trace.name[:490]) if draft.unique_name and trace.name else trace.name
         metadata = draft.metadata
         metadata_text = jsontext.dumps(metadata)
         self.traces.add(
-            (trace_id, trace.name[:500], metadata_text,
+            (trace_id, name[:500], metadata_text,
              trace_reward(extra={}, metadata=metadata), trace.blocks, content_hash,
              draft.usage.row()),
             len(metadata_text),
@@ -170,6 +182,17 @@ class _Spool:
                 self.images.add((sha, image.mime_type, image.data), len(image.data))
             self.links.add((trace_id, sha))
         return True
+
+    def _unique(self, base: str) -> str:
+        """`base`, or `base (2)`, `base (3)`... the first that neither the dataset nor this
+        upload's other unique-named traces have. The content hash is of `base`: the same
+        run imported again is still a duplicate."""
+        name, n = base, 1
+        while name in self.unique_names or self.name_taken(name):
+            n += 1
+            name = f"{base} ({n})"
+        self.unique_names.add(name)
+        return name
 
     def _write_errors(self) -> None:
         """Block.is_error and Trace.tool_errors, written after the bulk rows (whose
@@ -280,9 +303,9 @@ class _TraceState:
     then each block as made, before the failure's mark), how many blocks are spooled,
     and the failure step whose block is still to be marked."""
 
-    def __init__(self, draft: TraceDraft) -> None:
+    def __init__(self, draft: TraceDraft, file_name: str = "") -> None:
         self.id = ids.trace_id()
-        self.name = _trace_name(draft)
+        self.name = _trace_name(draft, file_name)
         self.metadata = draft.metadata
         self.blocks = 0
         self.failure_step = failure_step(draft.metadata)
@@ -319,9 +342,16 @@ def _insert_in_chunks(table: str, columns: tuple[str, ...], rows: Iterable[tuple
     insert_rows(table, columns, chunk)
 
 
-def _trace_name(draft: TraceDraft) -> str:
+def _trace_name(draft: TraceDraft, file_name: str = "") -> str:
+    """The draft's name; else its file's name without the extension(s), where the format
+    asks for it (`foo__bar-12.traj` -> `foo__bar-12`); else `metadata.name`."""
+    if draft.name:
+        return draft.name
+    if draft.name_from_file and file_name:
+        base = PurePath(file_name).name
+        return base.split(".", 1)[0] or base
     metadata = draft.metadata
-    return draft.name or (metadata.get("name") if isinstance(metadata.get("name"), str) else "")
+    return metadata.get("name") if isinstance(metadata.get("name"), str) else ""
 
 
 def _unstorable(draft: TraceDraft) -> list[dict[str, Any]]:
@@ -409,7 +439,7 @@ def _import_trace(
         found = problem(draft.location, f"cannot be kept as JSON: {exc}")
         problems.add(_with_file(found, file_name))
 
-    trace = _TraceState(draft)
+    trace = _TraceState(draft, file_name)
 
     def emit(block: BlockDraft) -> None:
         if not problems.count:
@@ -486,6 +516,28 @@ def _import_file(
         problems.add(_with_file(problem({}, "the file holds no trace", rule="non_empty"), name))
 
 
+def _dataset_has_name(
+    *, organization: Organization, dataset_name: str, dataset: Dataset | None = None
+) -> Callable[[str], bool]:
+    """Whether the dataset (else the named one) has a trace of a name. Its names are read
+    in one query at the first question, asked only when a trace wants a unique name (a
+    SWE-agent run), so other imports never pay for it."""
+    traces = (
+        Trace.objects.filter(dataset=dataset)
+        if dataset is not None
+        else Trace.objects.filter(dataset__organization=organization, dataset__name=dataset_name)
+    )
+    names: set[str] | None = None
+
+    def taken(name: str) -> bool:
+        nonlocal names
+        if names is None:
+            names = set(traces.values_list("name", flat=True))
+        return name in names
+
+    return taken
+
+
 def _dataset_hashes(
     *, organization: Organization, dataset_name: str, dataset: Dataset | None = None
 ) -> set[str]:
@@ -551,6 +603,9 @@ def trace_import(
             organization=organization, dataset_name=dataset_name, dataset=dataset
         ),
         allow_duplicates=allow_duplicates,
+        name_taken=_dataset_has_name(
+            organization=organization, dataset_name=dataset_name, dataset=dataset
+        ),
     )
     try:
         for name, stream in files:

@@ -62,14 +62,16 @@ def kept(values: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def iter_top_level(stream: BinaryIO, big: str) -> Iterator[tuple[str, Any]]:
+def iter_top_level(stream: BinaryIO, big: str | tuple[str, ...]) -> Iterator[tuple[str, Any]]:
     """One pass over a JSON object: `(key, value)` for each top-level key, except that an
-    array under `big` gives `(f"{big}.item", item)` for each item, built one at a time."""
+    array under `big` (a key, or several) gives `(f"{key}.item", item)` for each item,
+    built one at a time."""
+    bigs = (big,) if isinstance(big, str) else big
     builder = ijson.ObjectBuilder()
     unit: str | None = None
     for prefix, event, value in ijson.parse(stream, use_float=True, buf_size=PARSE_BUFFER):
         if unit is None:
-            if prefix == "" or (prefix == big and event in ("start_array", "end_array")):
+            if prefix == "" or (prefix in bigs and event in ("start_array", "end_array")):
                 continue
             unit, builder = prefix, ijson.ObjectBuilder()
         builder.event(event, value)
