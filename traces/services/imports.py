@@ -30,10 +30,17 @@ from traces.ingest.blocks import blocks_to_drafts
 from traces.ingest.detect import detect
 from traces.ingest.drafts import BlockDraft, ConvertedTrace, problem, problem_from_error
 from traces.ingest.events import Emit, events_to_blocks
-from traces.ingest.failure import failure_step, mark_failure
+from traces.ingest.failure import (
+    FAILURE_LABEL,
+    FAILURE_LABEL_DESCRIPTION,
+    failure_comment,
+    failure_of,
+    failure_step,
+    mark_failure,
+)
 from traces.ingest.types import USAGE_COLUMNS, DatasetMetadata, FormatProblem, TraceDraft
-from traces.models import Block, Dataset, Image, Organization, Trace, TraceImage
-from traces.services.annotations import trace_reward
+from traces.models import Annotation, Block, Dataset, Image, Label, Organization, Trace, TraceImage
+from traces.services.annotations import COMMENT_MAX, trace_reward
 from traces.services.datasets import (
     dataset_get_or_create,
     dataset_lock,
@@ -115,6 +122,9 @@ class _Spool:
         # Tool errors (few): their block ids, and how many each trace has.
         self.error_blocks: list[str] = []
         self.trace_errors: dict[str, int] = {}
+        # Failure attributions (few): (trace id, its block id or None, comment) each, tagged
+        # with the dataset's failure label when written (traces/ingest/failure.py).
+        self.failures: list[tuple[str, str | None, str]] = []
 
     def close(self) -> None:
         for spool in (self.traces, self.blocks, self.images, self.links):
@@ -169,6 +179,10 @@ class _Spool:
         self.hashes.add(content_hash)
         name = self._unique(trace.name[:490]) if draft.unique_name and trace.name else trace.name
         metadata = draft.metadata
+        failure = failure_of(metadata)
+        if failure is not None:
+            block = failure.get("block") if isinstance(failure.get("block"), str) else None
+            self.failures.append((trace_id, block, failure_comment(failure, COMMENT_MAX)))
         metadata_text = jsontext.dumps(metadata)
         self.traces.add(
             (trace_id, name[:500], metadata_text,
@@ -193,6 +207,19 @@ class _Spool:
             name = f"{base} ({n})"
         self.unique_names.add(name)
         return name
+
+    def _write_failures(self, dataset: Dataset) -> None:
+        """Each failure attribution as an annotation with the dataset's failure label."""
+        if not self.failures:
+            return
+        label, _ = Label.objects.get_or_create(
+            dataset=dataset, name=FAILURE_LABEL,
+            defaults={"description": FAILURE_LABEL_DESCRIPTION},
+        )  # fmt: skip
+        Annotation.objects.bulk_create(
+            Annotation(trace_id=trace_id, block_id=block_id, label=label, comment=comment)
+            for trace_id, block_id, comment in self.failures
+        )
 
     def _write_errors(self) -> None:
         """Block.is_error and Trace.tool_errors, written after the bulk rows (whose
@@ -222,6 +249,7 @@ class _Spool:
         _insert_in_chunks(Trace._meta.db_table, columns, rows)
         self.blocks.insert()
         self._write_errors()
+        self._write_failures(dataset)
         image_ids = self._write_images(dataset.organization_id)
         links = ((trace_id, image_ids[sha]) for trace_id, sha in self.links)
         _insert_in_chunks(TraceImage._meta.db_table, ("trace_id", "image_id"), links)
