@@ -31,7 +31,7 @@ def failure_of(metadata: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def failure_comment(failure: dict[str, Any], most: int) -> str:
-    """"<agent>: <reason>" (either alone where the other is missing), at most `most`
+    """ "<agent>: <reason>" (either alone where the other is missing), at most `most`
     characters: a longer reason (or one a text column cannot keep) is not cut but named,
     as it stays whole in the trace's metadata."""
     agent, reason = failure.get("agent"), failure.get("reason")

@@ -147,6 +147,15 @@ class Sniff:
 Item = TraceDraft | DatasetMetadata | FormatProblem
 
 
+class Adapter:
+    """What every format adapter has, given where its one instance (`FORMAT`) is made:
+    its name, and one line on how a file of it is recognised (Format)."""
+
+    def __init__(self, *, name: str, recognised_by: str) -> None:
+        self.name = name
+        self.recognised_by = recognised_by
+
+
 class Format(Protocol):
     """One input format. `read` yields drafts; a broken part is yielded (not raised) as a
     FormatProblem so that reading goes on and every problem is reported."""

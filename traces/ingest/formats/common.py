@@ -9,7 +9,15 @@ import orjson
 from django.conf import settings
 
 from traces import jsontext
-from traces.ingest.types import PARSE_BUFFER, DatasetMetadata, FormatProblem, Item, TraceDraft
+from traces.ingest.types import (
+    PARSE_BUFFER,
+    Adapter,
+    DatasetMetadata,
+    FormatProblem,
+    Item,
+    TraceDraft,
+    Usage,
+)
 
 # Where a value a format keeps in metadata is too large to keep, it says so under this key.
 LEFT_OUT = "left_out"
@@ -21,7 +29,7 @@ def as_object(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-class WholeJsonFile:
+class WholeJsonFile(Adapter):
     """A format whose file is one JSON document of one run, read whole: `read_value`
     turns the document into what the file yields."""
 
@@ -86,6 +94,19 @@ def total(values: Iterable[Any]) -> float | int | None:
     None where there is none: a usage figure summed over models or turns."""
     found = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
     return sum(found) if found else None
+
+
+def model_stats_usage(info: dict[str, Any]) -> Usage:
+    """The usage figures of a SWE-agent or mini-swe-agent run: its `info.model_stats`,
+    this instance's cost (`instance_cost`; SWE-agent's `total_cost` is the whole batch's)
+    and tokens (SWE-agent's `tokens_sent`/`tokens_received`; mini-swe-agent counts no
+    tokens, some of its forks write `input_tokens`/`output_tokens`)."""
+    stats = as_object(info.get("model_stats"))
+    return Usage.of(
+        input_tokens=stats.get("tokens_sent", stats.get("input_tokens")),
+        output_tokens=stats.get("tokens_received", stats.get("output_tokens")),
+        cost_usd=stats.get("instance_cost"),
+    )
 
 
 def number(value: Any) -> float | int | None:

@@ -18,7 +18,7 @@ from traces.ingest.formats.common import (
     run_trace,
     total,
 )
-from traces.ingest.types import FormatProblem, Item, Sniff, TraceDraft, Usage
+from traces.ingest.types import Adapter, FormatProblem, Item, Sniff, TraceDraft, Usage
 
 ATTACHMENT = "attachment://"
 _REF = re.compile(r"attachment://([0-9a-f]{32})")
@@ -133,10 +133,7 @@ def sample_trace(
     return draft
 
 
-class InspectAI:
-    name = "inspect-ai"
-    recognised_by = "an object with `eval` and `samples` (Inspect JSON log)"
-
+class InspectAI(Adapter):
     def detect(self, sniff: Sniff) -> bool:
         return sniff.first_char == "{" and {"eval", "samples"} <= sniff.top_keys
 
@@ -162,4 +159,7 @@ class InspectAI:
         )
 
 
-FORMAT = InspectAI()
+FORMAT = InspectAI(
+    name="inspect-ai",
+    recognised_by="an object with `eval` and `samples` (Inspect JSON log)",
+)

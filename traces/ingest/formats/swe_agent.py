@@ -14,8 +14,8 @@ from typing import Any, BinaryIO
 import ijson
 import orjson
 
-from traces.ingest.formats.common import as_object, iter_top_level, kept
-from traces.ingest.types import DatasetMetadata, FormatProblem, Item, Sniff, TraceDraft, Usage
+from traces.ingest.formats.common import as_object, iter_top_level, kept, model_stats_usage
+from traces.ingest.types import Adapter, DatasetMetadata, FormatProblem, Item, Sniff, TraceDraft
 from traces.spool import anonymous_file
 
 
@@ -120,13 +120,7 @@ def _step_events(step: dict[str, Any]) -> list[Any]:
     ]
 
 
-class SweAgent:
-    name = "swe-agent"
-    recognised_by = (
-        "an object with `history` and/or `trajectory` beside `info`, `environment` or "
-        "`replay_config` (SWE-agent .traj, old and function-calling)"
-    )
-
+class SweAgent(Adapter):
     def detect(self, sniff: Sniff) -> bool:
         keys = sniff.top_keys
         if sniff.first_char != "{" or not ({"trajectory", "history"} & keys):
@@ -188,13 +182,7 @@ class SweAgent:
         metadata = _metadata(data, config)
         run = {"agent": "SWE-agent", "model": metadata.get("model")}
         yield DatasetMetadata({k: v for k, v in run.items() if v})
-        # `model_stats`: this instance's cost and tokens (`total_cost` is the whole batch's).
-        stats = as_object(as_object(data.get("info")).get("model_stats"))
-        usage = Usage.of(
-            input_tokens=stats.get("tokens_sent"),
-            output_tokens=stats.get("tokens_received"),
-            cost_usd=stats.get("instance_cost"),
-        )
+        usage = model_stats_usage(as_object(data.get("info")))
         task_id = metadata.get("task_id")
         yield TraceDraft(
             location=where,
@@ -208,4 +196,8 @@ class SweAgent:
         )
 
 
-FORMAT = SweAgent()
+FORMAT = SweAgent(
+    name="swe-agent",
+    recognised_by="an object with `history` and/or `trajectory` beside `info`, `environment` or "
+    "`replay_config` (SWE-agent .traj, old and function-calling)",
+)

@@ -13,7 +13,15 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from traces.ingest.formats.common import as_object, kept, number, read_runs, run_trace, total
-from traces.ingest.types import DatasetMetadata, FormatProblem, Item, Sniff, TraceDraft, Usage
+from traces.ingest.types import (
+    Adapter,
+    DatasetMetadata,
+    FormatProblem,
+    Item,
+    Sniff,
+    TraceDraft,
+    Usage,
+)
 
 
 def _run_facts(top: dict[str, Any]) -> dict[str, Any]:
@@ -85,10 +93,7 @@ def _task_id(task: Any) -> Any:
     return task_id if isinstance(task_id, str | int) else None
 
 
-class Tau2:
-    name = "tau2-bench"
-    recognised_by = "an object with `simulations` and `tasks` or `info` (tau2-bench results)"
-
+class Tau2(Adapter):
     def detect(self, sniff: Sniff) -> bool:
         keys = sniff.top_keys
         return sniff.first_char == "{" and "simulations" in keys and bool({"tasks", "info"} & keys)
@@ -119,4 +124,7 @@ class Tau2:
             yield DatasetMetadata(kept({"tasks": not_run}))
 
 
-FORMAT = Tau2()
+FORMAT = Tau2(
+    name="tau2-bench",
+    recognised_by="an object with `simulations` and `tasks` or `info` (tau2-bench results)",
+)

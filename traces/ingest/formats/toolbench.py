@@ -62,11 +62,6 @@ def tree_events(tree: dict[str, Any]) -> list[Any]:
 
 
 class ToolBench(WholeJsonFile):
-    name = "toolbench"
-    recognised_by = (
-        "an object with `answer_generation` (ToolBench answers; failed runs from `tree`)"
-    )
-
     def detect(self, sniff: Sniff) -> bool:
         return sniff.first_char == "{" and "answer_generation" in sniff.top_keys
 
@@ -105,4 +100,7 @@ class ToolBench(WholeJsonFile):
         yield TraceDraft(location=where, events=chats[longest], metadata=metadata, name=name)
 
 
-FORMAT = ToolBench()
+FORMAT = ToolBench(
+    name="toolbench",
+    recognised_by="an object with `answer_generation` (ToolBench answers; failed runs from `tree`)",
+)

@@ -39,9 +39,6 @@ def _failure(log: dict[str, Any]) -> dict[str, Any] | None:
 
 
 class WhoAndWhen(WholeJsonFile):
-    name = "who-and-when"
-    recognised_by = "an object with `history` and `question` or `mistake_agent` (Who&When logs)"
-
     def detect(self, sniff: Sniff) -> bool:
         keys = sniff.top_keys
         return (
@@ -72,4 +69,7 @@ class WhoAndWhen(WholeJsonFile):
         yield TraceDraft(location=where, events=log["history"], metadata=metadata, name=name)
 
 
-FORMAT = WhoAndWhen()
+FORMAT = WhoAndWhen(
+    name="who-and-when",
+    recognised_by="an object with `history` and `question` or `mistake_agent` (Who&When logs)",
+)
