@@ -52,6 +52,8 @@ from traces.spool import RecordSpool, RowSpool
 from traces.validation import check_accuracy, check_rewards
 
 MAX_PROBLEMS = 1000
+# What a trace named by its file leaves out of the name (a SWE-agent run's `.traj`).
+FILE_EXTENSIONS = (".traj", ".json", ".jsonl")
 FLUSH_ROWS = 2000  # trace and link rows written at a time
 IMAGE_FLUSH_BYTES = 32 << 20  # image bytes written at a time
 
@@ -371,13 +373,16 @@ def _insert_in_chunks(table: str, columns: tuple[str, ...], rows: Iterable[tuple
 
 
 def _trace_name(draft: TraceDraft, file_name: str = "") -> str:
-    """The draft's name; else its file's name without the extension(s), where the format
-    asks for it (`foo__bar-12.traj` -> `foo__bar-12`); else `metadata.name`."""
+    """The draft's name; else its file's name without its folder and its JSON extensions,
+    where the format asks for it (`runs/foo__bar-12.traj` -> `foo__bar-12`); else
+    `metadata.name`."""
     if draft.name:
         return draft.name
     if draft.name_from_file and file_name:
-        base = PurePath(file_name).name
-        return base.split(".", 1)[0] or base
+        path = PurePath(file_name.replace("\\", "/"))
+        while path.suffix in FILE_EXTENSIONS and path.stem:
+            path = PurePath(path.stem)
+        return path.name
     metadata = draft.metadata
     return metadata.get("name") if isinstance(metadata.get("name"), str) else ""
 

@@ -250,3 +250,19 @@ def test_a_large_pretty_printed_traj_is_streamed_not_read_whole(org, tmp_path) -
     measured = in_child("big-traj", work)
     # read whole, the parsed document alone costs several times the file
     assert measured.peak_growth_mb < 0.5 * size_mb, measured
+
+
+@pytest.mark.parametrize(
+    "file_name, name",
+    [
+        ("pydicom__pydicom-1458.traj", "pydicom__pydicom-1458"),
+        ("runs\\gpt-4o\\sympy__sympy-20590.traj.json", "sympy__sympy-20590"),
+        ("run.v2.traj", "run.v2"),
+        (".traj", ".traj"),
+    ],
+)
+def test_the_name_from_a_file_keeps_all_but_folders_and_json_extensions(org, file_name, name):
+    data = fixture()
+    del data["replay_config"]
+    import_files(org, (file_name, json.dumps(data).encode()))
+    assert Trace.objects.get().name == name
