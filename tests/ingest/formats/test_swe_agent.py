@@ -266,3 +266,10 @@ def test_the_name_from_a_file_keeps_all_but_folders_and_json_extensions(org, fil
     del data["replay_config"]
     import_files(org, (file_name, json.dumps(data).encode()))
     assert Trace.objects.get().name == name
+
+
+def test_every_other_top_level_key_is_kept_as_written() -> None:
+    data = {**fixture(), "replay_config": json.dumps(fixture()["replay_config"]), "extra": [1]}
+    metadata = only_trace(read(data)).metadata
+    assert (metadata["replay_config"], metadata["extra"]) == (data["replay_config"], [1])
+    assert metadata["environment"] == data["environment"]

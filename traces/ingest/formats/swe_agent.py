@@ -67,8 +67,11 @@ def _metadata(data: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
     # `info` whole: exit status, submission (the patch), model_stats, edited_files30/50/70
     # (the edited files around each change).
     metadata: dict[str, Any] = kept(as_object(data.get("info")))
-    if isinstance(data.get("environment"), str):
-        metadata["environment"] = data["environment"]
+    # Every other top-level key as written: `environment`, `replay_config` (the run's
+    # configuration, a JSON string in some versions)...
+    metadata.update(
+        kept({k: v for k, v in data.items() if k not in ("history", "trajectory", "info")})
+    )
     if isinstance(data.get("trajectory"), list):
         metadata["steps"] = len(data["trajectory"])
         if any(data["trajectory"]):
