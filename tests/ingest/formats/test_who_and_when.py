@@ -208,3 +208,11 @@ def test_a_reason_longer_than_a_comment_is_named_not_cut() -> None:
     comment = failure_comment({"agent": "A", "reason": "x" * 50}, most=20)
     assert comment == "A: the reason (50 characters) is in the trace's metadata, failure.reason"
     assert failure_comment({"reason": "why"}, most=20) == "why"
+
+
+def test_a_question_names_the_trace_uncut_on_one_line(org) -> None:
+    question = "Which street addresses\nare even? " + "word " * 60
+    log = {**ALGORITHM_GENERATED, "question": question}
+    trace_import(organization=org, dataset_name="d", files=[as_file(json.dumps(log))])
+    assert Trace.objects.get().name == " ".join(question.split())
+    assert len(" ".join(question.split())) > 300

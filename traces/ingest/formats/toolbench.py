@@ -96,7 +96,7 @@ class ToolBench(WholeJsonFile):
             if number(data["win"]) is not None:
                 metadata["reward"] = number(data["win"])
         query = answer.get("query")
-        name = " ".join(query.split())[:100] if isinstance(query, str) else ""
+        name = " ".join(query.split()) if isinstance(query, str) else ""
         yield TraceDraft(location=where, events=chats[longest], metadata=metadata, name=name)
 
 

@@ -65,7 +65,7 @@ class WhoAndWhen(WholeJsonFile):
         if log.get("question_ID") is not None:
             metadata["task_id"] = log["question_ID"]
         question = log.get("question")
-        name = " ".join(question.split())[:100] if isinstance(question, str) else ""
+        name = " ".join(question.split()) if isinstance(question, str) else ""
         yield TraceDraft(location=where, events=log["history"], metadata=metadata, name=name)
 
 
