@@ -5,6 +5,11 @@ each a prefix of the search path at that call (DFS may drop an earlier "diversit
 user turn, so they are not strict prefixes): the longest, the latest of equals, is the
 run. Legacy `function_call` + role `function`, no ids. Reward: `win` as 1/0. A failed run
 (`valid_data: false`) has no `train_messages`: its run is read from the search `tree`.
+Every other value is kept in the trace's metadata: `answer_generation`'s (query, final
+answer, tool definitions `function`...) and the file's (`tree`, the whole search with the
+branches it went back from, `compare_candidates`, `forward_args`, `win`). The shorter
+chats of `train_messages` are the prompts of the earlier model calls, prefixes of the
+search path that `tree` holds: only their count is kept.
 """
 
 from collections.abc import Iterator
@@ -12,10 +17,6 @@ from typing import Any
 
 from traces.ingest.formats.common import WholeJsonFile, kept, number
 from traces.ingest.types import DatasetMetadata, FormatProblem, Item, Sniff, TraceDraft
-
-# The per-run facts kept from `answer_generation` (not the chats nor tool definitions).
-KEPT = ("query", "final_answer", "finish_type", "query_count", "total_tokens", "valid_data")
-
 
 NODE_KEPT = ("node_type", "depth", "is_terminal", "pruned", "finished", "observation_code")
 
@@ -84,15 +85,15 @@ class ToolBench(WholeJsonFile):
             yield FormatProblem("`train_messages` holds no message: nothing to import", field)
             return
         longest = max(range(len(chats)), key=lambda i: (len(chats[i]), i))
-        metadata: dict[str, Any] = kept({k: answer[k] for k in KEPT if k in answer})
+        metadata: dict[str, Any] = kept(
+            {k: v for k, v in answer.items() if k != "train_messages"}
+            | {k: v for k, v in data.items() if k != "answer_generation"}
+        )
         metadata["train_messages_count"] = len(chats)
         tools = answer.get("function")
         if isinstance(tools, list):
             metadata["tools"] = [t.get("name") for t in tools if isinstance(t, dict)]
-        if isinstance(data.get("forward_args"), dict):
-            metadata.update(kept({"forward_args": data["forward_args"]}))
         if "win" in data:
-            metadata["win"] = data["win"]
             if number(data["win"]) is not None:
                 metadata["reward"] = number(data["win"])
         query = answer.get("query")
