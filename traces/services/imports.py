@@ -23,7 +23,14 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from traces import ids, jsontext
-from traces.bulk import BLOCK_COLUMNS, TRACE_COLUMNS, adapt_datetime, insert_rows
+from traces.bulk import (
+    BLOCK_COLUMNS,
+    PLACE_COLUMNS,
+    TRACE_COLUMNS,
+    TRACE_COUNT_COLUMNS,
+    adapt_datetime,
+    insert_rows,
+)
 from traces.checks import Limits, check_json_depth, check_no_nul
 from traces.errors import ImportFailed, ValidationFailed
 from traces.ingest.blocks import blocks_to_drafts
@@ -40,6 +47,7 @@ from traces.ingest.failure import (
 )
 from traces.ingest.types import USAGE_COLUMNS, DatasetMetadata, FormatProblem, TraceDraft
 from traces.models import Annotation, Block, Dataset, Image, Label, Organization, Trace, TraceImage
+from traces.order import Placer
 from traces.services.annotations import COMMENT_MAX, trace_reward
 from traces.services.datasets import (
     dataset_get_or_create,
@@ -116,7 +124,7 @@ class _Spool:
         self.now = timezone.now()
         self.stamp = adapt_datetime(self.now)
         self.traces = RecordSpool()
-        self.blocks = RowSpool(Block._meta.db_table, BLOCK_COLUMNS)
+        self.blocks = RowSpool(Block._meta.db_table, (*BLOCK_COLUMNS, *PLACE_COLUMNS))
         self.images = RecordSpool()
         self.links = RecordSpool()
         self.image_shas: set[str] = set()
@@ -155,12 +163,13 @@ class _Spool:
             self.trace_errors[trace.id] = self.trace_errors.get(trace.id, 0) + 1
         if trace.spooled_from is None:
             trace.spooled_from = self.blocks.mark()
+        place = trace.placer.add(b.sub_type, b.parent, b.result_seq)
         trace.blocks += 1
         self.blocks.add(
             (
                 block_id, trace.id, b.block_type, b.sub_type, parent_id,
                 payload, metadata, raw, dumps(b.extra), b.call_id, b.result_seq,
-                now, now,
+                now, now, place.turn, place.act, place.step, trace.blocks,
             ),
             len(payload) + (0 if raw is None else len(raw)),
         )  # fmt: skip
@@ -189,7 +198,7 @@ class _Spool:
         self.traces.add(
             (trace_id, name[:500], metadata_text,
              trace_reward(extra={}, metadata=metadata), trace.blocks, content_hash,
-             draft.usage.row()),
+             jsontext.dumps(trace.placer.counts), draft.usage.row()),
             len(metadata_text),
         )  # fmt: skip
         for sha, image in converted.images.items():
@@ -243,11 +252,11 @@ class _Spool:
         org_id, dataset_id = dataset.organization_id, dataset.pk
         rows = (
             (trace_id, org_id, dataset_id, first_index + n, name, metadata, "{}", reward,
-             blocks, now, now, content_hash, *usage)
-            for n, (trace_id, name, metadata, reward, blocks, content_hash, usage)
+             blocks, now, now, content_hash, counts, *usage)
+            for n, (trace_id, name, metadata, reward, blocks, content_hash, counts, usage)
             in enumerate(self.traces)
         )  # fmt: skip
-        columns = (*TRACE_COLUMNS, "content_hash", *USAGE_COLUMNS)
+        columns = (*TRACE_COLUMNS, "content_hash", *TRACE_COUNT_COLUMNS, *USAGE_COLUMNS)
         _insert_in_chunks(Trace._meta.db_table, columns, rows)
         self.blocks.insert()
         self._write_errors()
@@ -341,6 +350,7 @@ class _TraceState:
         self.failure_step = failure_step(draft.metadata)
         self._content: Any = None
         self.spooled_from: Any = None  # the block spool's mark before its first block
+        self.placer = Placer()  # its blocks' places in the stitched order (traces/order.py)
 
     @property
     def content(self) -> Any:
