@@ -118,6 +118,9 @@ class Trace(models.Model):
     # accuracy, histograms and filters are plain SQL.
     reward = models.FloatField(null=True, blank=True)
     block_count = models.IntegerField(default=0)
+    # Blocks per sub type, and orphans under "ORPHAN" (traces/order.py), kept by every
+    # write so that the trace page never counts the trace's blocks.
+    block_counts = JSONTextField(default=dict, db_default={}, blank=True)
     # How many of its TOOL_RESULT blocks are tool errors (Block.is_error).
     tool_errors = models.IntegerField(default=0, db_default=0)
     # SHA-256 of what an import stored (name, metadata, every block): importing the same
@@ -222,6 +225,14 @@ class Block(models.Model):
     is_error = models.BooleanField(default=False, db_default=False)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
+    # Its place in the stitched order (traces/order.py), set when it is written: a page
+    # reads any part of a trace with one range query on block_stitched_order.
+    turn = models.IntegerField(null=True, blank=True)  # NULL: an orphan
+    act = models.IntegerField(default=0, db_default=0)
+    step = models.SmallIntegerField(default=0, db_default=0)
+    # The how-manieth block of its trace it is (1, 2, ... in the order written): "go to
+    # block n" and the block's number on the page.
+    number = models.IntegerField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -245,6 +256,11 @@ class Block(models.Model):
         indexes = [
             # The stitched order: created_at, then id, within a trace.
             models.Index(fields=["trace", "created_at", "id"], name="block_trace_order"),
+            models.Index(
+                fields=["trace", "turn", "act", "step", "result_seq", "created_at", "id"],
+                name="block_stitched_order",
+            ),
+            models.Index(fields=["trace", "number"], name="block_number"),
             # A trace's tool errors: few, so only they are indexed.
             models.Index(
                 fields=["trace", "created_at", "id"],

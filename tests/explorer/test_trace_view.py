@@ -103,7 +103,7 @@ def test_content_is_rendered_for_each_kind(member_client, imported_trace, import
     assert "checkout flow" in html  # the trace's name
     assert "task-7" in html  # its metadata
     assert "<strong>brief</strong>" in html  # markdown
-    assert "no text" in html  # null content
+    assert "no text" not in html  # null content of a turn that only calls a tool: the call
     # Arguments in the model's order, never sorted.
     call = html[html.index("search_catalog") :]
     assert call.index('"zeta"') < call.index('"alpha"') < call.index('"mid"')
@@ -270,14 +270,14 @@ def test_rows_come_in_chunks(member_client, long_trace):
     assert "Show from the first row" in later
 
 
-def test_every_block_has_a_permalink(member_client, imported_trace):
+def test_every_block_has_a_permalink_that_opens_the_page_at_it(member_client, imported_trace):
     html = member_client.get(page_url(imported_trace)).content.decode()
     page = parse(html)
     ids = set(page.ids())
     hrefs = {a.get("href") for a in page.all("a")}
     for block in Block.objects.filter(trace=imported_trace):
         assert block.pk in ids
-        assert f"#{block.pk}" in hrefs
+        assert f"{page_url(imported_trace)}?focus={block.pk}#{block.pk}" in hrefs
 
 
 def test_focus_renders_the_rows_around_a_far_block(member_client, long_trace):

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("traces", "0013_merge_reading"),
+        ("traces", "0014_perfpage_stitched_order"),
     ]
 
     operations = [
