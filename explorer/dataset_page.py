@@ -518,10 +518,12 @@ def group_columns(request, filters: Filters, ks: list[int]) -> dict[str, Any]:
     return columns
 
 
-def groups_context(request, filters: Filters, all_traces) -> dict[str, Any]:
+def groups_context(request, filters: Filters, all_traces, listed) -> dict[str, Any]:
+    """The rewards per group of `listed` (the traces the list's filter keeps), by a key
+    of the dataset's traces (`all_traces`)."""
     keys = metadata_keys(traces=all_traces)
     key = filters.group if filters.group in keys else default_group_key(keys)
-    table = rewards_by_key(traces=all_traces, key=key, sort=filters.gsort) if key else None
+    table = rewards_by_key(traces=listed, key=key, sort=filters.gsort) if key else None
     rows = []
     # With one trial per group, pass@1 and pass^1 only repeat the mean reward.
     show_pass = table is not None and len(table.ks) > 1

@@ -65,7 +65,7 @@ def dataset_page(request, dataset_id: str):
     }
     target = htmx_target(request)
     if target == "groups":
-        context.update(view_models.groups_context(request, filters, listed))
+        context.update(view_models.groups_context(request, filters, all_traces, listed))
         # A key the reader picked goes in the address; the table loading itself does not.
         picked = request.htmx.trigger_name == "group"
         push_url = clean_url(request, filters.query()) if picked else None
@@ -77,7 +77,7 @@ def dataset_page(request, dataset_id: str):
         return render_page(request, TEMPLATE, context, partial="traces", push_url=push_url)
     context.update(_summary_context(request, dataset, all_traces))
     if "group" in request.GET:
-        context.update(view_models.groups_context(request, filters, listed))
+        context.update(view_models.groups_context(request, filters, all_traces, listed))
     else:
         context["groups_later"] = True
     known = None if filters.active else context["summary"].traces
