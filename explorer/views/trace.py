@@ -21,6 +21,7 @@ from django.views.decorators.http import require_POST, require_safe
 
 from explorer import trace_page as page
 from explorer.access import actor, policy_errors
+from explorer.dataset_page import list_state
 from explorer.render.content import safe
 from explorer.render.json import json_html
 from explorer.views.base import htmx_target, render_page, wants_partial
@@ -107,13 +108,15 @@ def trace_page(request, trace_id: str):
     if place is not None:
         chunk, start, acts_from = page.chunk_around(renderer, place)
     chunk_context = page.chunk_context(renderer, row_total, start, chunk, acts_from)
-    prev, nxt = trace_neighbours(trace=trace)
+    listed = list_state(request)  # J/K walk the list the reader came from
+    prev, nxt = trace_neighbours(trace=trace, filters=listed.filter, sort=listed.sort)
     context = {
         "trace": trace,
         "title": page.trace_title(trace),
         "dataset": trace.dataset,
         "prev": prev,
         "next": nxt,
+        "list_suffix": listed.suffix,
         "counts": counts,
         "block_total": trace.block_count,
         "orphan_total": counts.orphans,

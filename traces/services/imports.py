@@ -57,6 +57,7 @@ from traces.services.datasets import (
     dataset_name_check,
 )
 from traces.spool import RecordSpool, RowSpool
+from traces.trials import trace_task_trial
 from traces.validation import check_accuracy, check_rewards
 
 MAX_PROBLEMS = 1000
@@ -195,10 +196,11 @@ class _Spool:
             block = failure.get("block") if isinstance(failure.get("block"), str) else None
             self.failures.append((trace_id, block, failure_comment(failure, COMMENT_MAX)))
         metadata_text = jsontext.dumps(metadata)
+        task, trial = trace_task_trial(metadata=metadata)
         self.traces.add(
             (trace_id, name[:500], metadata_text,
              trace_reward(extra={}, metadata=metadata), trace.blocks, content_hash,
-             jsontext.dumps(trace.placer.counts), draft.usage.row()),
+             jsontext.dumps(trace.placer.counts), (*draft.usage.row(), task, trial)),
             len(metadata_text),
         )  # fmt: skip
         for sha, image in converted.images.items():
@@ -252,11 +254,14 @@ class _Spool:
         org_id, dataset_id = dataset.organization_id, dataset.pk
         rows = (
             (trace_id, org_id, dataset_id, first_index + n, name, metadata, "{}", reward,
-             blocks, now, now, content_hash, counts, *usage)
-            for n, (trace_id, name, metadata, reward, blocks, content_hash, counts, usage)
+             blocks, now, now, content_hash, counts, *derived)
+            for n, (trace_id, name, metadata, reward, blocks, content_hash, counts, derived)
             in enumerate(self.traces)
         )  # fmt: skip
-        columns = (*TRACE_COLUMNS, "content_hash", *TRACE_COUNT_COLUMNS, *USAGE_COLUMNS)
+        # derived: the usage figures, then the task and trial (traces/trials.py)
+        columns = (
+            *TRACE_COLUMNS, "content_hash", *TRACE_COUNT_COLUMNS, *USAGE_COLUMNS, "task", "trial"
+        )  # fmt: skip
         _insert_in_chunks(Trace._meta.db_table, columns, rows)
         self.blocks.insert()
         self._write_errors()
