@@ -380,9 +380,12 @@ class PageRenderer:
         )
 
     def marks(self, node: dict[str, Any], metadata: dict) -> list[tuple[str, str]]:
-        """Warnings the format gave this block: a tool error (Block.is_error), the step a
-        failure attribution names (traces/ingest/failure.py; its reason as the title)."""
+        """Warnings the format gave this block: a stand-in for what the log lost (an
+        adapter's), a tool error (Block.is_error), the step a failure attribution names
+        (traces/ingest/failure.py; its reason as the title)."""
         out = []
+        if isinstance(metadata.get("not_in_log"), str):
+            out.append(("not in the log", visible_text(metadata["not_in_log"][:500])))
         if node.get("is_error"):
             out.append(("tool error", "the tool reported an error (as the log says)"))
         if metadata.get("failure") is True:
