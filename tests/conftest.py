@@ -16,6 +16,7 @@ the same object as its canonical fixture, so tests written against them keep run
 
 import io
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -80,6 +81,20 @@ def static_files_indexed_once() -> Iterator[None]:
     WhiteNoise.update_files_dictionary = update_files_dictionary
     yield
     WhiteNoise.update_files_dictionary = scan
+
+
+@contextmanager
+def written_for_the_module(django_db_blocker) -> Iterator[None]:
+    """For a module-scoped fixture whose data its tests only read: what the block writes
+    is kept across the module's tests (each runs in a transaction rolled back at its end,
+    so none sees another's writes) and flushed when the module ends."""
+    from django.core.management import call_command
+
+    with django_db_blocker.unblock():
+        try:
+            yield
+        finally:
+            call_command("flush", interactive=False, verbosity=0)
 
 
 # --- the one way to make organizations, people, clients and keys ---------------------------

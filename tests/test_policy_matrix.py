@@ -22,7 +22,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from rest_framework.test import APIClient
 
 from demo.generator import tiny_png
-from tests.conftest import organization, user_in
+from tests.conftest import organization, user_in, written_for_the_module
 from traces.models import (
     Annotation,
     ApiKey,
@@ -154,16 +154,13 @@ def stored_world(django_db_setup, django_db_blocker):
     """The world, written once for the module (it took most of each case's time): every
     case runs in a transaction rolled back at its end, so none sees another's writes.
     Each user's session is made here too, once. Emptied when the module ends."""
-    from django.core.management import call_command
-
-    with django_db_blocker.unblock():
+    with written_for_the_module(django_db_blocker):
         world = build_world(public=False)
         for slot, user in world.users.items():
             client = APIClient()
             client.force_login(user)
             world.sessions[slot] = {name: c.value for name, c in client.cookies.items()}
         yield world
-        call_command("flush", interactive=False, verbosity=0)
 
 
 @pytest.fixture
