@@ -18,7 +18,9 @@ deleted at the end and the server is always stopped.
 - stitched: a trace of --stitched-blocks blocks written by batches, then
   `GET blocks.stitched` (median of 5) against the floor of reading the same rows
   and columns in one query with a raw cursor and decoding their JSON text with
-  orjson, in this process (median of 5).
+  orjson, in this process (median of 5); then the same tree a page at a time
+  (`?limit=200` messages, following `next_cursor`): the first page against one indexed
+  query for its rows, and the walk through every page (each block once).
 """
 
 import http.client
@@ -61,6 +63,7 @@ TRACE_BLOCKS = 10_000  # the batch phase starts a new trace past this many block
 BLOCKS_PER_SYNTHETIC_TRACE = 140  # about, for sizing the generated file
 WARMUP = 20
 STITCHED_REPEAT = 5
+STITCHED_PAGE = 200  # messages a page of blocks.stitched asks for
 READY_SECONDS = 60
 MB = 1_000_000
 STITCHED_COLUMNS = (
@@ -488,16 +491,41 @@ def stitched_floor(trace_id: str) -> int:
         f"SELECT {columns} FROM {qn(Block._meta.db_table)} WHERE {qn('trace_id')} = %s "
         f"ORDER BY {qn('created_at')}, {qn('id')}"
     )
+    return _decoded_count(sql, [trace_id])
+
+
+def _decoded_count(sql: str, params: list[Any]) -> int:
+    """Run `sql`, whose first eight columns are a block's id, types, parent and its four
+    JSON columns as text, and decode those with orjson; how many rows it read."""
     loads = orjson.loads
     with connection.cursor() as cursor:
-        cursor.execute(sql, [trace_id])
+        cursor.execute(sql, params)
         rows = [
             (bid, block_type, sub_type, parent, loads(payload), loads(metadata),
-             None if raw is None else loads(raw), loads(extra), created, updated, call, seq)
-            for (bid, block_type, sub_type, parent, payload, metadata, raw, extra, created,
-                 updated, call, seq) in cursor.fetchall()
+             None if raw is None else loads(raw), loads(extra), *rest)
+            for (bid, block_type, sub_type, parent, payload, metadata, raw, extra, *rest)
+            in cursor.fetchall()
         ]  # fmt: skip
     return len(rows)
+
+
+def trace_page_floor(trace_id: str, shown: int) -> int:
+    """The rows the first response shows, in one indexed query (the stitched order's
+    index, LIMIT what it shows), their JSON text decoded with orjson."""
+    qn = connection.ops.quote_name
+    columns = ", ".join(qn(c) for c in _FLOOR_COLUMNS)
+    sql = (
+        f"SELECT {columns} FROM {qn(Block._meta.db_table)} WHERE {qn('trace_id')} = %s "
+        f"AND {qn('turn')} >= 0 ORDER BY {qn('turn')}, {qn('act')}, {qn('step')}, "
+        f"{qn('result_seq')}, {qn('created_at')}, {qn('id')} LIMIT {int(shown)}"
+    )
+    return _decoded_count(sql, [trace_id])
+
+
+_FLOOR_COLUMNS = (
+    "id", "block_type", "sub_type", "parent_block_id", "payload", "metadata", "raw", "extra",
+    "created_at", "updated_at", "call_id", "result_seq", "turn", "act", "step", "number",
+)  # fmt: skip
 
 
 def count_nodes(tree: dict[str, Any]) -> int:
@@ -519,6 +547,11 @@ class Stitched:
     built: Sent
     server: list[float]
     floor: list[float]
+    page_blocks: int = 0  # blocks of the first page of `limit=STITCHED_PAGE` messages
+    page: list[float] | None = None
+    page_floor: list[float] | None = None
+    walk_seconds: float = 0.0  # every page, following next_cursor
+    walk_pages: int = 0
 
 
 def _stitched(api: Api, path: Path, blocks: int) -> Stitched:
@@ -541,7 +574,33 @@ def _stitched(api: Api, path: Path, blocks: int) -> Stitched:
         started = time.perf_counter()
         stitched_floor(trace_id)
         floor.append(time.perf_counter() - started)
-    return Stitched(blocks, len(data), built, server, floor)
+    found = Stitched(blocks, len(data), built, server, floor)
+    _stitched_pages(api, url, trace_id, found)
+    return found
+
+
+def _stitched_pages(api: Api, url: str, trace_id: str, found: Stitched) -> None:
+    """blocks.stitched a page at a time: the first page against the floor of its rows,
+    and the walk through every page, which must give every block once."""
+    first = f"{url}?limit={STITCHED_PAGE}"
+    _, data = api.call("GET", first)
+    found.page_blocks = count_nodes(orjson.loads(data))
+    found.page = [api.call("GET", first)[0] for _ in range(STITCHED_REPEAT)]
+    found.page_floor = []
+    for _ in range(STITCHED_REPEAT):
+        started = time.perf_counter()
+        trace_page_floor(trace_id, found.page_blocks)
+        found.page_floor.append(time.perf_counter() - started)
+    seen, cursor, started = 0, "0", time.perf_counter()
+    while cursor is not None:
+        _, data = api.call("GET", f"{url}?limit={STITCHED_PAGE}&cursor={cursor}")
+        page = orjson.loads(data)
+        seen += count_nodes(page)
+        cursor = page["next_cursor"]
+        found.walk_pages += 1
+    found.walk_seconds = time.perf_counter() - started
+    if seen != found.blocks:
+        raise RuntimeError(f"the pages of blocks.stitched gave {seen} blocks, not {found.blocks}")
 
 
 # -- the run ----------------------------------------------------------------------------
@@ -649,4 +708,21 @@ def _render(
         f"  GET blocks.stitched                    {server_median * ms:>9.1f} ms",
         f"  floor: one query + orjson, in-process  {floor_median * ms:>9.1f} ms",
         f"ratio blocks.stitched/floor: {_verdict(stitched_ratio, TARGET_STITCHED_RATIO, True)}",
+        *_render_pages(stitched),
     ])  # fmt: skip
+
+
+def _render_pages(stitched: Stitched) -> list[str]:
+    if not stitched.page or not stitched.page_floor:
+        return []
+    ms = 1000
+    page, floor = statistics.median(stitched.page), statistics.median(stitched.page_floor)
+    return [
+        f"stitched a page at a time (limit={STITCHED_PAGE} messages, cursor), median of "
+        f"{STITCHED_REPEAT}:",
+        f"  first page ({stitched.page_blocks} blocks)          {page * ms:>9.1f} ms",
+        f"  floor: one indexed query for its rows  {floor * ms:>9.1f} ms",
+        f"ratio first page/floor: {_verdict(page / floor, TARGET_STITCHED_RATIO, True)}",
+        f"  every page: {stitched.walk_pages} requests, {stitched.walk_seconds * ms:.0f} ms "
+        f"(the whole tree in one answer: {statistics.median(stitched.server) * ms:.0f} ms)",
+    ]

@@ -5,7 +5,7 @@ import itertools
 import math
 import re
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -23,10 +23,17 @@ from explorer.render.text import size_label, visible_text
 from traces import jsontext, kinds
 from traces.ingest.images import referenced_images
 from traces.models import Trace
+from traces.order import ORPHANS
 from traces.policy import Action, allows
 from traces.rewards import reward_tone
 from traces.selectors.annotations import block_label_names
-from traces.selectors.blocks import StoredJson
+from traces.selectors.blocks import (
+    Item,
+    StoredJson,
+    trace_items_from,
+    trace_orphans,
+    turn_acts,
+)
 from traces.selectors.images import trace_image_types
 from traces.validation import reward_of
 
@@ -129,6 +136,7 @@ class BlockView:
     role_class: str = ""
     tone: str = ""  # one of a few colours for free-text roles (agents of a team)
     cost: int = 0
+    number: int | None = None  # the how-manieth block of the trace (Block.number)
     labels: list[str] = field(default_factory=list)  # names of its failure labels
 
     @property
@@ -163,6 +171,13 @@ class RowView:
         if self.message is None:
             return f"row-{self.index}-{self.acts_from}"
         return f"row-{self.index}"
+
+
+@dataclass
+class Chunk:
+    rows: list[RowView]
+    end: int | None  # the row the next chunk starts at; None: the trace ends here
+    end_act: int  # ... and the act of that row (0: its message)
 
 
 # --- How each kind's body is drawn (traces/kinds.py names one per kind: `render`) -------
@@ -275,6 +290,7 @@ class PageRenderer:
             size=size, badges=[], warnings=[], metadata=safe(""), extra=safe(""), raw=None,
             raw_size="", has_raw=False, reward=self.reward({"id": node["id"]}),
             awaits_children=bool(kinds.children_of(kind.sub_type)), cost=len(body),
+            number=node.get("number"),
         )  # fmt: skip
 
     def block(self, node: dict[str, Any]) -> BlockView:
@@ -343,6 +359,7 @@ class PageRenderer:
             role_class=ROLE_CLASSES.get(role.lower(), "other") if role else "",
             tone=_tone(role) if role and role.lower() not in ROLE_CLASSES else "",
             cost=len(body) + len(meta_html) + len(extra_html) + BLOCK_OVERHEAD,
+            number=node.get("number"),
         )
 
     def act(self, node: dict[str, Any]) -> ActView:
@@ -351,37 +368,40 @@ class PageRenderer:
         act.results = [self.block(result) for result in node.get("children", [])]
         return act
 
-    def rows(
-        self, messages: list[dict[str, Any]], start: int, at_least: int = 0, acts_from: int = 0
-    ) -> tuple[list[RowView], int, int]:
-        """Rows from the act `acts_from` of row `start` (0: from its message), until a
-        chunk's size; where the next chunk starts: (row, act)."""
-        out: list[RowView] = []
+    def rows(self, items: Iterator[Item], start: int, at_least: int = 0) -> Chunk:
+        """Rows from the stream `items` (stitched order, from row `start` or from an act
+        of it) until a chunk's size; where the next chunk starts. Reads only as many
+        items as it shows, and one more."""
+        chunk = Chunk([], None, 0)
         spent = blocks = 0
-        index = start
-        while index < len(messages):
-            if index >= start + at_least and (
-                len(out) >= CHUNK_ROWS or (out and (spent >= CHUNK_CHARS or blocks >= CHUNK_BLOCKS))
-            ):
-                break
-            node = messages[index]
-            children = node.get("children", [])
-            message = None
-            if acts_from == 0:
+        row: RowView | None = None
+        for turn, act, node in items:
+            full = spent >= CHUNK_CHARS or blocks >= CHUNK_BLOCKS
+            if act == 0:  # a message: a new row
+                if turn >= start + at_least and (
+                    len(chunk.rows) >= CHUNK_ROWS or (chunk.rows and full)
+                ):
+                    chunk.end, chunk.end_act = turn, 0
+                    break
                 self.load_image_types([node])
                 message = self.block(node)
+                row = RowView(turn, message, [])
+                chunk.rows.append(row)
                 spent, blocks = spent + message.cost, blocks + 1
-            row = RowView(index, message, [], acts_from, len(children))
-            out.append(row)
-            for k in range(acts_from, len(children)):
-                if row.acts and (blocks >= CHUNK_BLOCKS or spent >= CHUNK_CHARS):
-                    return out, index, k  # the chunk ends inside this row
-                act = self.act(children[k])
-                row.acts.append(act)
-                spent += act.block.cost + sum(res.cost for res in act.results)
-                blocks += 1 + len(act.results)
-            index, acts_from = index + 1, 0
-        return out, index, 0
+                continue
+            if row is None or row.index != turn:  # the rest of a row begun before
+                row = RowView(turn, None, [], act - 1)
+                chunk.rows.append(row)
+            elif row.acts and full:
+                chunk.end, chunk.end_act = turn, act - 1  # the chunk ends inside this row
+                break
+            shown = self.act(node)
+            row.acts.append(shown)
+            spent += shown.block.cost + sum(res.cost for res in shown.results)
+            blocks += 1 + len(shown.results)
+        for shown_row in chunk.rows:
+            shown_row.acts_total = shown_row.acts_to
+        return chunk
 
 
 def _tone(role: str) -> str:
@@ -391,80 +411,156 @@ def _tone(role: str) -> str:
     return f"tone-{zlib.crc32(agent.encode()) % 6}"
 
 
-def orphan_nodes(tree: dict[str, Any]) -> list[dict[str, Any]]:
-    return [node for orphans in tree["orphans"].values() for node in orphans]
+def chunk_from(renderer: PageRenderer, start: int, acts_from: int = 0, at_least: int = 0) -> Chunk:
+    """The chunk that starts at row `start`, act `acts_from` (0-based; 0: the message)."""
+    items = trace_items_from(
+        trace=renderer.trace,
+        turn=start,
+        act=acts_from + 1 if acts_from else 0,
+        decode="lazy",
+        numbered=True,
+    )
+    try:
+        return renderer.rows(items, start, at_least=at_least)
+    finally:
+        items.close()
 
 
-def place_of(tree: dict[str, Any], block_id: str) -> tuple[int, int] | None:
-    """(row, act) of a block: its row's index, and the index of the act (think or tool
-    call) it is or belongs to (0 for a message); orphans come after the last row."""
-    for i, message in enumerate(tree["messages"]):
-        if message["id"] == block_id:
-            return i, 0
-        for k, child in enumerate(message.get("children", [])):
-            if child["id"] == block_id or any(
-                res["id"] == block_id for res in child.get("children", [])
-            ):
-                return i, k
-    if any(o["id"] == block_id for o in orphan_nodes(tree)):
-        return len(tree["messages"]), 0
-    return None
-
-
-def chunk_around(
-    renderer: PageRenderer, messages: list[dict[str, Any]], place: tuple[int, int]
-) -> tuple[tuple, int, int]:
+def chunk_around(renderer: PageRenderer, place: tuple[int, int]) -> tuple[Chunk, int, int]:
     """The chunk that shows the block at `place` (row, act), and where it starts: the
     first chunk if it reaches the block, else one that starts two rows before it (earlier
-    rows are a link away), else, in a long row, two acts before it."""
+    rows are a link away), else, in a long row, two acts before it. Each try reads one
+    chunk's blocks, never what lies before it."""
     row, act = place
-    tried = set()
-    for start, acts_from, at_least in (
-        (0, 0, 0), (max(0, row - 2), 0, min(row, 2) + 1), (row, max(0, act - 2), 1),
-    ):  # fmt: skip
-        if (start, acts_from) in tried:
-            continue
-        tried.add((start, acts_from))
-        chunk = renderer.rows(messages, start, at_least=at_least, acts_from=acts_from)
-        if (chunk[1], chunk[2]) > (row, act) or chunk[1] >= len(messages):
+    tries = [(max(0, row - 2), 0, min(row, 2) + 1), (row, max(0, act - 2), 1)]
+    if row < CHUNK_ROWS:  # the first chunk may reach it: then the page opens as usual
+        tries.insert(0, (0, 0, 0))
+    for start, acts_from, at_least in dict.fromkeys(tries):
+        chunk = chunk_from(renderer, start, acts_from, at_least=at_least)
+        if chunk.end is None or (chunk.end, chunk.end_act) > (row, act):
             break
     return chunk, start, acts_from
 
 
 def chunk_context(
-    renderer: PageRenderer,
-    tree: dict[str, Any],
-    start: int,
-    chunk: tuple | None = None,
+    renderer: PageRenderer, row_total: int, start: int, chunk: Chunk | None = None,
     acts_from: int = 0,
-) -> dict[str, Any]:
-    messages = tree["messages"]
-    rows, end, end_act = (
-        chunk if chunk is not None else renderer.rows(messages, start, acts_from=acts_from)
-    )
-    done = end >= len(messages)
+) -> dict[str, Any]:  # fmt: skip
+    if chunk is None:
+        chunk = chunk_from(renderer, start, acts_from)
+    trace = renderer.trace
+    done = chunk.end is None
+    end, end_act = (row_total, 0) if done else (chunk.end, chunk.end_act)
+    for row in chunk.rows:  # a row the chunk shows in part: how many acts it has in all
+        if row.message is None or (not done and row is chunk.rows[-1] and end == row.index):
+            row.acts_total = turn_acts(trace=trace, turn=row.index)
     orphans = []
     if done:
-        nodes = orphan_nodes(tree)
+        nodes = trace_orphans(trace=trace, decode="lazy")
         renderer.load_image_types(nodes)
         orphans = [renderer.block(node) for node in nodes]
     # The next chunk is the page from where this one ends: htmx asks for its `chunk`
     # partial, a browser without JavaScript opens it at the first row it shows.
-    next_url = f"{reverse('trace', args=[renderer.trace.pk])}?after={end}"
+    next_url = f"{reverse('trace', args=[trace.pk])}?after={end}"
     next_url += f"&acts={end_act}" if end_act else ""
     anchor = f"row-{end}" + (f"-{end_act}" if end_act else "")
+    next_acts_total = 0
+    if end_act:
+        last = chunk.rows[-1] if chunk.rows else None
+        next_acts_total = last.acts_total if last and last.index == end else 0
     return {
-        "rows": rows,
+        "rows": chunk.rows,
         "next_after": None if done else end,
         "next_acts": end_act,
-        "next_acts_total": len(messages[end].get("children", [])) if end_act else 0,
+        "next_acts_total": next_acts_total,
         "more_url": next_url,
         "next_page_url": f"{next_url}#{anchor}",
-        "row_total": len(messages),
-        "next_last": min(len(messages), end + CHUNK_ROWS),
+        "row_total": row_total,
+        "next_last": min(row_total, end + CHUNK_ROWS),
         "orphans": orphans,
         "done": done,
     }
+
+
+# --- The outline: the whole trace a page of turns at a time, and search hits ---------
+
+OUTLINE_TURNS = 200  # turns an outline page lists
+HITS = 100  # search hits listed
+_ROLE = re.compile(r'"role":"((?:[^"\\]|\\.){0,80})"')
+_NAME = re.compile(r'"name":"((?:[^"\\]|\\.){0,128})"')
+_TEXT = re.compile(r'"(?:content|text|output|delta)":"((?:[^"\\]|\\.)*)')
+_ERROR = re.compile(r'"(?:is_error|error)":(?!null|false)|^(?:error|exception|traceback)\b', re.I)
+PREVIEW_CHARS = 90
+
+
+def _json_string(fragment: str) -> str:
+    """The text of a JSON string cut anywhere (the start of a stored payload)."""
+    for cut in range(len(fragment), max(-1, len(fragment) - 7), -1):
+        try:
+            return jsontext.loads(f'"{fragment[:cut]}"')
+        except (jsontext.JsonError, ValueError):
+            continue
+    return ""
+
+
+@dataclass
+class OutlineRow:
+    index: int
+    block_id: str
+    number: int | None
+    role: str
+    preview: str
+    tools: list[str] = field(default_factory=list)
+    thinks: int = 0
+    results: int = 0
+    errors: int = 0
+    rewards: list[str] = field(default_factory=list)
+
+    @property
+    def row_number(self) -> int:
+        return self.index + 1
+
+
+def outline_rows(rows: list[tuple]) -> list[OutlineRow]:
+    """One entry a turn, from trace_outline_rows: the message's role and first words,
+    its tool calls, thinks, results, results that look like errors, and rewards."""
+    out: list[OutlineRow] = []
+    for block_id, turn, act, step, sub_type, number, head, extra in rows:
+        head = head or ""
+        if act == 0 and step == 0:
+            role = _ROLE.search(head)
+            text = _TEXT.search(head)
+            preview = visible_text(_json_string(text[1]) if text else "")[:PREVIEW_CHARS]
+            out.append(OutlineRow(turn, block_id, number, role[1] if role else "", preview))
+        if not out or out[-1].index != turn:
+            continue
+        entry = out[-1]
+        if sub_type == "TOOL_CALL":
+            name = _NAME.search(head)
+            entry.tools.append(name[1] if name else "?")
+        elif sub_type == "THINK":
+            entry.thinks += 1
+        elif step:
+            entry.results += 1
+            text = _TEXT.search(head)
+            if _ERROR.search(head) or (text and _ERROR.search(_json_string(text[1])[:40])):
+                entry.errors += 1
+        reward = extra.get("reward") if isinstance(extra, dict) else None
+        if reward is not None:
+            entry.rewards.append(jsontext.dumps(reward)[:12])
+    return out
+
+
+@dataclass
+class Hit:
+    block_id: str
+    index: int
+    sub_type: str
+    number: int | None
+
+    @property
+    def row_number(self) -> int:
+        return self.index + 1
 
 
 # --- Pages -----------------------------------------------------------------------------
@@ -472,6 +568,8 @@ def chunk_context(
 
 class BlockCounts(dict):
     """How many blocks of each sub type the stitched tree holds (orphans aside)."""
+
+    orphans: int = 0
 
     @property
     def by_kind(self) -> list[tuple[kinds.BlockKind, int]]:
@@ -485,13 +583,12 @@ class BlockCounts(dict):
         return found
 
 
-def block_counts(tree: dict[str, Any]) -> BlockCounts:
+def block_counts(trace: Trace) -> BlockCounts:
+    """The trace's counts per kind, as its writes keep them (traces/order.py)."""
+    stored = trace.block_counts if isinstance(trace.block_counts, dict) else {}
     counts = BlockCounts.fromkeys(kinds.SUB_TYPES, 0)
-    nodes = list(tree["messages"])
-    while nodes:
-        node = nodes.pop()
-        counts[node["sub_type"]] += 1
-        nodes.extend(node.get("children", []))
+    counts.update({k: v for k, v in stored.items() if k in counts and isinstance(v, int)})
+    counts.orphans = stored.get(ORPHANS, 0) if isinstance(stored.get(ORPHANS), int) else 0
     return counts
 
 

@@ -45,6 +45,7 @@ urlpatterns = [
     path("keys/<str:key_id>/revoke", keys.key_revoke, name="api-key-revoke"),
     path("t/<str:trace_id>/", trace.trace_page, name="trace"),
     path("t/<str:trace_id>/reward", trace.trace_reward, name="trace-reward"),
+    path("t/<str:trace_id>/outline", trace.trace_outline, name="trace-outline"),
     path("t/<str:trace_id>/annotations", labels.trace_annotate, name="trace-annotate"),
     path(
         "t/<str:trace_id>/annotations/<str:annotation_id>/remove",

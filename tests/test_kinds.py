@@ -23,7 +23,7 @@ from traces.models import Block, BlockType, SubType, Trace
 from traces.selectors.blocks import trace_tree_get
 from traces.selectors.exports import trace_events
 from traces.selectors.search import traces_matching
-from traces.services.blocks import BlockInput, block_create
+from traces.services.blocks import BlockInput, block_create, trace_order_refill
 from traces.services.imports import trace_import
 from traces.services.traces import trace_create
 from traces.validation import validate_block
@@ -235,8 +235,10 @@ def test_the_tree_hangs_blocks_by_the_tables_parents(org, monkeypatch):
     tree = trace_tree_get(trace=trace, decode=True)
     [message] = tree["messages"]
     assert [c["sub_type"] for c in message["children"]] == ["THINK", "TOOL_CALL"]
-    # A THINK whose row wanted a TOOL_CALL parent is an orphan under its row's key.
+    # A THINK whose row wanted a TOOL_CALL parent is an orphan under its row's key, once
+    # the stored order follows the table (as a migration that changes a row refills it).
     with_row(monkeypatch, "THINK", parent="TOOL_CALL", orphans="reasoning")
+    trace_order_refill(trace=trace)
     tree = trace_tree_get(trace=trace, decode=True)
     [message] = tree["messages"]
     assert [c["sub_type"] for c in message["children"]] == ["TOOL_CALL"]

@@ -78,3 +78,19 @@ def test_0009_gives_each_organization_its_images_and_links_the_traces_using_them
     assert bytes(images["acme"].data) == b"\x89PNG" + SHA.encode()
     links = {(link.trace_id, link.image_id) for link in TraceImage.objects.all()}
     assert links == {(acme.pk, images["acme"].pk), (rival.pk, images["rival"].pk)}
+
+
+def test_0014_gives_stored_blocks_their_place_in_the_stitched_order_and_counts(migrated_back):
+    apps = migrated_back("0013_merge_reading")
+    trace = blocks_of_one_call(apps, "acme", [None, 2, 0])
+    apps = migrated_back("0014_perfpage_stitched_order")
+    Block, Trace = apps.get_model("traces", "Block"), apps.get_model("traces", "Trace")
+    rows = Block.objects.filter(trace_id=trace.pk).order_by("turn", "act", "step", "result_seq")
+    places = list(rows.values_list("id", "turn", "act", "step", "number"))
+    slug = "tb_acme"
+    assert places == [
+        (f"{slug}_0", 0, 0, 0, 1), (f"{slug}_1", 0, 1, 0, 2),
+        (f"{slug}_4", 0, 1, 1, 5), (f"{slug}_3", 0, 1, 1, 4), (f"{slug}_2", 0, 1, 2, 3),
+    ]  # fmt: skip
+    counts = Trace.objects.get(pk=trace.pk).block_counts
+    assert counts == {"MESSAGE": 1, "TOOL_CALL": 1, "THINK": 0, "TOOL_RESULT": 3, "ORPHAN": 0}

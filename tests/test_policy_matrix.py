@@ -298,6 +298,8 @@ READS = [
     Case("dataset-export", "get", "read", lambda c, w, p: c.get(reverse("dataset-export", args=[w.dataset.pk])), 200),  # noqa: E501
     Case("trace", "get", "read", lambda c, w, p: c.get(reverse("trace", args=[w.trace.pk])), 200),  # noqa: E501
     Case("trace", "get", "read", lambda c, w, p: c.get(reverse("trace", args=[w.trace.pk]), {"after": 0}, HTTP_HX_REQUEST="true"), 200, "chunk fragment"),  # noqa: E501
+    Case("trace-outline", "get", "read", lambda c, w, p: c.get(reverse("trace-outline", args=[w.trace.pk])), 200),  # noqa: E501
+    Case("trace-outline", "get", "read", lambda c, w, p: c.get(reverse("trace-outline", args=[w.trace.pk]), {"q": "hello"}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="outline"), 200, "search fragment"),  # noqa: E501
     Case("block-full", "get", "read", lambda c, w, p: c.get(reverse("block-full", args=[w.trace.pk, w.block.pk])), 200),  # noqa: E501
     Case("block-full", "get", "read", lambda c, w, p: c.get(reverse("block-full", args=[w.trace.pk, w.block.pk]), HTTP_HX_REQUEST="true", HTTP_HX_TARGET=f"raw-{w.block.pk}"), 200, "raw fragment"),  # noqa: E501
     Case("trace-image", "get", "read", lambda c, w, p: c.get(reverse("trace-image", args=[w.trace.pk, w.image])), 200),  # noqa: E501

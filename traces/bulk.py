@@ -12,6 +12,11 @@ BLOCK_COLUMNS = (
     "id", "trace_id", "block_type", "sub_type", "parent_block_id", "payload", "metadata",
     "raw", "extra", "call_id", "result_seq", "created_at", "updated_at",
 )  # fmt: skip
+# What the application adds to them (traces/order.py): a block's place in the stitched
+# order and its number, a trace's counts per kind. Columns a bulk write leaves out take
+# their database defaults (no place: the block reads as an orphan).
+PLACE_COLUMNS = ("turn", "act", "step", "number")
+TRACE_COUNT_COLUMNS = ("block_counts",)
 TRACE_COLUMNS = (
     "id", "organization_id", "dataset_id", "index", "name", "metadata", "extra", "reward",
     "block_count", "created_at", "updated_at",

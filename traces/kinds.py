@@ -9,7 +9,9 @@ of those is a field of its row below, and nothing else in the code lists the sub
   ties them (`block_type_matches_sub_type`) and the parent's presence;
 - traces/validation.py: `validate_block` (lane, parent, the row's `check`);
 - traces/ingest/blocks.py: the parent a spec/004 block array leaves out;
-- traces/selectors/blocks.py: the stitched tree and its orphans;
+- traces/order.py: each block's place in the stitched tree, stored when it is written
+  (a changed `parent` asks stored traces to be placed again: services.blocks.
+  trace_order_refill, in a migration); traces/selectors/blocks.py reads the tree;
 - traces/selectors/search.py: which kinds' payload text full-text search reads;
 - traces/selectors/exports.py: chat events (`to_event`, `into_event`);
 - traces/api: the sub types and lanes the schema lists;

@@ -32,6 +32,8 @@ def _parent_presence() -> Q:
 # room for any score a benchmark reports; validation refuses a number beyond it at every
 # way in, and the database refuses it in the reward column.
 REWARD_LIMIT = 1e12
+# The same bound for a usage figure (cost in dollars, duration in seconds).
+USAGE_LIMIT = REWARD_LIMIT
 
 
 class Organization(models.Model):
@@ -104,17 +106,46 @@ class Trace(models.Model):
     # accuracy, histograms and filters are plain SQL.
     reward = models.FloatField(null=True, blank=True)
     block_count = models.IntegerField(default=0)
+    # Blocks per sub type, and orphans under "ORPHAN" (traces/order.py), kept by every
+    # write so that the trace page never counts the trace's blocks.
+    block_counts = JSONTextField(default=dict, db_default={}, blank=True)
     # How many of its TOOL_RESULT blocks are tool errors (Block.is_error).
     tool_errors = models.IntegerField(default=0, db_default=0)
     # SHA-256 of what an import stored (name, metadata, every block): importing the same
     # trace into the same dataset again is skipped (pass@k must never count copies).
     # Empty for a trace made through the API.
     content_hash = models.CharField(max_length=64, blank=True, default="", db_default="")
+    # Usage figures, where the format of an import carries them (null otherwise): tokens
+    # the model read and wrote, what the run cost in US dollars, how long it took. The
+    # importer keeps the format's own figures in metadata as written; these columns take
+    # them only when they are plain numbers (tokens whole and not negative, cost and
+    # duration finite, not negative and within USAGE_LIMIT).
+    input_tokens = models.BigIntegerField(null=True, blank=True)
+    output_tokens = models.BigIntegerField(null=True, blank=True)
+    cost_usd = models.FloatField(null=True, blank=True)
+    duration_seconds = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         constraints = [
+            models.CheckConstraint(
+                condition=Q(cost_usd__isnull=True) | Q(cost_usd__gte=0, cost_usd__lte=USAGE_LIMIT),
+                name="trace_cost_in_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(duration_seconds__isnull=True)
+                | Q(duration_seconds__gte=0, duration_seconds__lte=USAGE_LIMIT),
+                name="trace_duration_in_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(input_tokens__isnull=True) | Q(input_tokens__gte=0),
+                name="trace_input_tokens_not_negative",
+            ),
+            models.CheckConstraint(
+                condition=Q(output_tokens__isnull=True) | Q(output_tokens__gte=0),
+                name="trace_output_tokens_not_negative",
+            ),
             models.UniqueConstraint(
                 fields=["dataset", "index"],
                 condition=Q(dataset__isnull=False),
@@ -168,6 +199,14 @@ class Block(models.Model):
     is_error = models.BooleanField(default=False, db_default=False)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
+    # Its place in the stitched order (traces/order.py), set when it is written: a page
+    # reads any part of a trace with one range query on block_stitched_order.
+    turn = models.IntegerField(null=True, blank=True)  # NULL: an orphan
+    act = models.IntegerField(default=0, db_default=0)
+    step = models.SmallIntegerField(default=0, db_default=0)
+    # The how-manieth block of its trace it is (1, 2, ... in the order written): "go to
+    # block n" and the block's number on the page.
+    number = models.IntegerField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -191,6 +230,11 @@ class Block(models.Model):
         indexes = [
             # The stitched order: created_at, then id, within a trace.
             models.Index(fields=["trace", "created_at", "id"], name="block_trace_order"),
+            models.Index(
+                fields=["trace", "turn", "act", "step", "result_seq", "created_at", "id"],
+                name="block_stitched_order",
+            ),
+            models.Index(fields=["trace", "number"], name="block_number"),
             # A trace's tool errors: few, so only they are indexed.
             models.Index(
                 fields=["trace", "created_at", "id"],

@@ -12,6 +12,7 @@ from markdown_it.token import Token
 from explorer.render.code import HIGHLIGHT_CLASSES, highlight, language_for
 from explorer.render.context import Context
 from explorer.render.effort import Effort
+from explorer.render.fidelity import markdown_keeps
 from explorer.render.fold import Budget
 from explorer.render.images import OWN_IMAGE_URL, image_html, image_ref
 from explorer.render.text import CONTROLS, VISIBLE_CONTROLS, esc, text_html, visible_text
@@ -136,6 +137,9 @@ def markdown_block(text: str, budget: Budget, ctx: Context | None = None) -> str
     shown = budget.take(text)
     if not shown:
         return ""
+    if not markdown_keeps(shown):
+        more = '<span class="fold-mark">…</span>' if len(shown) < len(text) else ""
+        return f'<pre class="text as-written">{esc(visible_text(shown))}{more}</pre>'
     html = markdown_html(shown, ctx, budget.effort)
     more = '<p class="fold-mark">…</p>' if len(shown) < len(text) else ""
     return f'<div class="md">{html}{more}</div>'

@@ -1,8 +1,9 @@
 """A trace's page: the stitched tree of its blocks, read as a conversation in three
 lanes, MESSAGE | ACT | OBSERVE; a block's page; rewards on the trace and its blocks.
 
-One request reads the trace's tree once and renders only the rows it shows: the first
-chunk on the page, the next ones from the page's own URL (`?after=<row>`: the `chunk`
+One request reads only the blocks of the rows it shows, in one range query on the
+stitched order stored when they were written (traces/order.py): the first chunk on
+the page, the next ones from the page's own URL (`?after=<row>`: the `chunk`
 partial for htmx, the page from that row without JavaScript). Long payloads are folded
 to a preview; a block's page (`/b/<block>/full`) shows it whole, and gives htmx the
 block's body or raw whole. Rewards are written through the services (`trace_patch`,
@@ -28,7 +29,13 @@ from traces.errors import NotFound, ValidationFailed
 from traces.models import Block, Trace
 from traces.policy import Action
 from traces.selectors.access import trace_for
-from traces.selectors.blocks import block_get, block_of, trace_tree_get
+from traces.selectors.blocks import (
+    block_get,
+    block_of,
+    block_place,
+    trace_block_hits,
+    trace_outline_rows,
+)
 from traces.selectors.neighbours import trace_neighbours
 from traces.services.annotations import block_extra_patch
 from traces.services.traces import trace_patch
@@ -61,26 +68,46 @@ def _int_param(request, name: str) -> int:
         return 0
 
 
+def _place(request, trace: Trace) -> tuple[int, int] | None:
+    """(row, act) of the block the request asks to open the page at: ?focus=<block id>
+    (a permalink) or ?block=<n> ("go to block n"); None for none, or an orphan's."""
+    focus = request.GET.get("focus", "")
+    found = None
+    if _BLOCK_ID.match(focus):
+        found = block_place(trace=trace, block_id=focus)
+    elif request.GET.get("block", "").strip().isdigit():
+        found = block_place(trace=trace, number=int(request.GET["block"].strip()[:12]))
+    if found is None or found[0] is None:
+        return None
+    turn, act = found
+    return turn, max(0, act - 1)
+
+
 @require_safe
 @policy_errors
 def trace_page(request, trace_id: str):
+    """O(what it shows): the trace row, its counts, and the blocks of one chunk, read in
+    stitched order from where the page starts (traces/order.py)."""
     trace = _trace(request, trace_id)
-    tree = trace_tree_get(trace=trace, decode="lazy")
     renderer = page.PageRenderer(request, trace)
-    messages = tree["messages"]
-    start = min(_int_param(request, "after"), len(messages))
-    acts_from = _int_param(request, "acts") if start < len(messages) else 0
+    counts = page.block_counts(trace)
+    row_total = counts["MESSAGE"]
+    start = min(_int_param(request, "after"), row_total)
+    if request.GET.get("row", "").strip().isdigit():  # "go to row n", n from 1
+        start = min(max(0, int(request.GET["row"].strip()[:12]) - 1), row_total)
+    acts_from = _int_param(request, "acts") if start < row_total else 0
     if wants_partial(request):  # the next chunk, asked for by the one before
-        context = {"trace": trace, **page.chunk_context(renderer, tree, start, acts_from=acts_from)}
+        context = {
+            "trace": trace,
+            **page.chunk_context(renderer, row_total, start, None, acts_from),
+        }
         return render_page(request, TEMPLATE, context, partial="chunk")
     chunk = None
-    focus = request.GET.get("focus", "")
-    place = page.place_of(tree, focus) if _BLOCK_ID.match(focus) else None
+    place = _place(request, trace)
     if place is not None:
-        chunk, start, acts_from = page.chunk_around(renderer, messages, place)
-    chunk_context = page.chunk_context(renderer, tree, start, chunk, acts_from)
+        chunk, start, acts_from = page.chunk_around(renderer, place)
+    chunk_context = page.chunk_context(renderer, row_total, start, chunk, acts_from)
     prev, nxt = trace_neighbours(trace=trace)
-    counts = page.block_counts(tree)
     context = {
         "trace": trace,
         "title": page.trace_title(trace),
@@ -88,8 +115,8 @@ def trace_page(request, trace_id: str):
         "prev": prev,
         "next": nxt,
         "counts": counts,
-        "block_total": sum(counts.values()) + len(page.orphan_nodes(tree)),
-        "orphan_total": len(page.orphan_nodes(tree)),
+        "block_total": trace.block_count,
+        "orphan_total": counts.orphans,
         "meta_items": page.meta_items(trace.metadata),
         "extra_items": page.meta_items(trace.extra),
         "meta_hidden": page.meta_hidden(trace.metadata) + page.meta_hidden(trace.extra),
@@ -104,6 +131,38 @@ def trace_page(request, trace_id: str):
         **chunk_context,
     }
     return render_page(request, TEMPLATE, context)
+
+
+@require_safe
+@policy_errors
+def trace_outline(request, trace_id: str):
+    """The outline of the whole trace, OUTLINE_TURNS turns at a time from ?after=<row>
+    (one range query each), or the blocks matching ?q= (full-text search, in stitched
+    order); each entry opens the trace page at its row or block."""
+    trace = _trace(request, trace_id)
+    row_total = page.block_counts(trace)["MESSAGE"]
+    start = min(_int_param(request, "after"), row_total)
+    text = request.GET.get("q", "")[:200]
+    context: dict[str, Any] = {
+        "trace": trace,
+        "title": page.trace_title(trace),
+        "dataset": trace.dataset,
+        "q": text,
+        "row_total": row_total,
+        "outline_start": start,
+        "nav": "datasets",
+        "page_mode": "outline",
+    }
+    if text.strip():
+        hits = trace_block_hits(trace=trace, text=text, limit=page.HITS + 1)
+        context["hits"] = [page.Hit(*hit) for hit in hits[: page.HITS]]
+        context["more_hits"] = len(hits) > page.HITS
+    else:
+        rows = trace_outline_rows(trace=trace, first_turn=start, turns=page.OUTLINE_TURNS)
+        context["outline"] = page.outline_rows(rows)
+        end = start + page.OUTLINE_TURNS
+        context["outline_next"] = end if end < row_total else None
+    return render_page(request, TEMPLATE, context, partial="outline")
 
 
 @require_safe

@@ -126,9 +126,10 @@
         const block = permalink.closest("[data-block]");
         setCurrent(block, { scroll: false });
         if (navigator.clipboard && window.isSecureContext) {
+          const label = permalink.textContent;
           navigator.clipboard.writeText(window.location.href).then(() => {
             permalink.textContent = "copied";
-            setTimeout(() => { permalink.textContent = "#"; }, 1200);
+            setTimeout(() => { permalink.textContent = label; }, 1200);
           }, () => {});
         }
         return;

@@ -22,21 +22,37 @@ VERDICT = r"\(target <= {target}\) (PASS|FAIL)$"
 @pytest.mark.django_db(transaction=True)
 def test_ui_benchmark_runs_at_a_tiny_size() -> None:
     out = StringIO()
-    call_command("benchmark", "ui", "--scale", "0.002", stdout=out, stderr=StringIO())
+    call_command(
+        "benchmark", "ui", "--scale", "0.002", "--trace-blocks", "10", "--dataset-traces", "500",
+        stdout=out, stderr=StringIO(),
+    )  # fmt: skip
     text = out.getvalue()
     vendor = connection.vendor
     assert re.search(rf"^benchmark ui: database {vendor}, scale 0\.002,", text, re.M), text
-    # The two traces: 10 and 100 blocks (5,000 and 50,000 at full scale).
-    rows = re.findall(r"^ +(\d+) +[\d.]+ MB +[\d.]+ +[\d.]+ +([\d.]+) +[\d.]+ +[\d.]+$", text, re.M)
-    assert [int(blocks) for blocks, _ in rows] == [10, 100], text
+    # The two traces: 10 and 1,000 blocks (1,000 and 100,000 by default): blocks, payloads,
+    # import s, shown, floor ms, page ms, ratio, peak MB, HTML MB.
+    number = r" +[\d.]+"
+    rows = re.findall(rf"^ +(\d+){number} MB{number} +(\d+){number * 5}$", text, re.M)
+    assert [int(blocks) for blocks, _ in rows] == [10, 1000], text
+    assert all(int(shown) > 0 for _, shown in rows), text
     for line in (
-        r"ratio trace page/floor: \d+\.\d\d " + VERDICT.format(target=r"3\.0"),
+        r"ratio trace page/floor: 10 blocks \d+\.\d\d "
+        + VERDICT.format(target=r"3\.0")[:-1]
+        + r"; 1000 blocks \d+\.\d\d "
+        + VERDICT.format(target=r"3\.0"),
         r"trace page HTML: \d+\.\d\d MB " + VERDICT.format(target=r"1\.5"),
-        r"ratio trace page 100/10 blocks: \d+\.\d\d " + VERDICT.format(target=r"12\.0"),
+        r"ratio trace page 1000/10 blocks: \d+\.\d\d " + VERDICT.format(target=r"1\.5"),
         r"ratio dataset page/raw SQL: \d+\.\d\d " + VERDICT.format(target=r"2\.0"),
     ):
         assert re.search(f"^{line}", text, re.M), (line, text)
-    assert re.search(r"^dataset page .*: 200 traces, 2000 blocks", text, re.M), text
+    assert re.search(r"^dataset page .*: 500 traces, 2000 blocks", text, re.M), text
+    figures = re.findall(
+        r"^  (page|groups fragment|traces fragment) +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+ "
+        + VERDICT.format(target=r"3\.0"),
+        text,
+        re.M,
+    )
+    assert len(figures) == 3, text
     assert re.search(r"^  its htmx fragments: groups [\d.]+ ms, traces [\d.]+ ms$", text, re.M)
     search = re.search(
         r"^search 'segfault' over 2000 blocks: (\d+) traces match \((\d+) ", text, re.M
@@ -46,7 +62,7 @@ def test_ui_benchmark_runs_at_a_tiny_size() -> None:
         assert re.search(r"^uses index: (yes|no) \(block_payload_fts; target yes\) (PASS|FAIL)$",
                          text, re.M), text  # fmt: skip
     else:
-        assert re.search(r"^note: the targets are PostgreSQL's", text, re.M), text
+        assert re.search(r"^note: the search targets are PostgreSQL's", text, re.M), text
         assert re.search(r"^uses index: no \(SQLite scans; .*\) N/A$", text, re.M), text
     assert not Organization.objects.exists()
     assert not Dataset.objects.exists()

@@ -270,14 +270,14 @@ def test_rows_come_in_chunks(member_client, long_trace):
     assert "Show from the first row" in later
 
 
-def test_every_block_has_a_permalink(member_client, imported_trace):
+def test_every_block_has_a_permalink_that_opens_the_page_at_it(member_client, imported_trace):
     html = member_client.get(page_url(imported_trace)).content.decode()
     page = parse(html)
     ids = set(page.ids())
     hrefs = {a.get("href") for a in page.all("a")}
     for block in Block.objects.filter(trace=imported_trace):
         assert block.pk in ids
-        assert f"#{block.pk}" in hrefs
+        assert f"{page_url(imported_trace)}?focus={block.pk}#{block.pk}" in hrefs
 
 
 def test_focus_renders_the_rows_around_a_far_block(member_client, long_trace):

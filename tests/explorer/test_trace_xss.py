@@ -68,11 +68,15 @@ URL_ATTRIBUTES = {"href", "src", "action", "formaction", "xlink:href", "poster",
 FORBIDDEN_TAGS = {"iframe", "frame", "frameset", "object", "embed", "applet", "svg", "math",
                   "base", "style", "template", "noscript", "textarea", "select",
                   "video", "audio", "source", "portal"}  # fmt: skip
+# The page's own forms: logout, rewards, annotations, and go to block / row and
+# find-in-trace (GET).
 FORM_ACTION = re.compile(
-    r"^/(accounts/logout/|t/[A-Za-z0-9_]+/(b/[A-Za-z0-9_]+/)?reward"
+    r"^/(accounts/logout/|t/[A-Za-z0-9_]+/((b/[A-Za-z0-9_]+/)?reward|outline)?"
     r"|t/[A-Za-z0-9_]+/annotations(/[A-Za-z0-9_]+/remove)?)$"
 )
-HX_TARGET = re.compile(r"^(#(body|raw)-[A-Za-z0-9_]+|#annotations|closest \.more-rows)$")
+HX_TARGET = re.compile(
+    r"^(#(body|raw)-[A-Za-z0-9_]+|#annotations|closest \.more-rows|#outline)$"
+)
 OWN_IMAGE = re.compile(r"^/t/[A-Za-z0-9_]+/images/[0-9a-f]{64}$")
 
 
@@ -227,7 +231,7 @@ class Checker(HTMLParser):
             if not HX_TARGET.match(value):
                 self.problems.append(f"<{tag} {name}={value!r}>")
         elif name == "hx-swap":
-            if value != "outerHTML":
+            if value not in ("outerHTML", "innerHTML"):
                 self.problems.append(f"<{tag} {name}={value!r}>")
         elif name == "hx-trigger":
             if value != "revealed":

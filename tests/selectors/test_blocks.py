@@ -3,7 +3,7 @@
 import pytest
 
 from traces.models import Block
-from traces.selectors.blocks import BLOCK_FIELDS, block_of, trace_blocks_flat, trace_tree_get
+from traces.selectors.blocks import BLOCK_FIELDS, block_of, trace_blocks_page, trace_tree_get
 from traces.selectors.exports import trace_blocks_export
 from traces.services.blocks import BlockInput, block_create, blocks_create_batch
 from traces.services.traces import trace_create
@@ -23,7 +23,7 @@ def test_a_block_reads_the_same_written_listed_stitched_fetched_and_exported(org
     )
     assert list(written) == list(batched) == list(BLOCK_FIELDS)
     fetched = block_of(Block.objects.get(pk=written["id"]))
-    [listed, _] = trace_blocks_flat(trace=trace, decode=True)
+    [listed, _], _ = trace_blocks_page(trace=trace, cursor=None, limit=10, decode=True)
     [stitched] = trace_tree_get(trace=trace, decode=True)["messages"]
     assert stitched.pop("children")[0]["id"] == batched["id"]
     assert written == fetched == listed == stitched

@@ -18,11 +18,17 @@ from traces.api.outputs import BlockOut, StitchedNodeOut
 from traces.api.schema import errors, page_parameters
 from traces.errors import ImmutableField, ValidationFailed
 from traces.policy import Action
-from traces.selectors.blocks import block_of, trace_blocks_flat, trace_tree_get
+from traces.selectors.blocks import (
+    block_of,
+    trace_blocks_page,
+    trace_tree_get,
+    trace_tree_page,
+)
 from traces.services.annotations import block_extra_patch
 from traces.services.blocks import BATCH_MAX, BlockInput, block_create, blocks_create_batch
 from traces.validation import IMMUTABLE_BLOCK_FIELDS
 
+STITCHED_MOST = 1000  # messages a page of blocks.stitched holds at most
 BLOCK_KEYS = {"sub_type", "block_type", "parent_block_id", "payload", "raw", "extra"}
 
 
@@ -119,19 +125,41 @@ class BlockListApi(OrgApi):
     )
     def get(self, request, org, trace_id):
         trace = self.trace(trace_id, Action.READ)
-        try:
-            limit = int(request.GET.get("limit", 500))
-            start = int(request.GET.get("cursor") or 0)
-        except ValueError:
-            raise ValidationFailed(
-                "limit and cursor must be integers", {"field": "cursor", "rule": "integer"}
-            ) from None
-        if not 1 <= limit <= 1000 or start < 0:
+        limit = _int(request.GET.get("limit"), 500, "limit")
+        if not 1 <= limit <= 1000:
             raise ValidationFailed("limit must be 1 to 1000", {"field": "limit", "rule": "range"})
-        blocks = trace_blocks_flat(trace=trace)
-        page = blocks[start : start + limit]
-        more = start + limit < len(blocks)
-        return Response({"blocks": page, "next_cursor": str(start + limit) if more else None})
+        blocks, after = trace_blocks_page(
+            trace=trace, cursor=_cursor(request.GET.get("cursor")), limit=limit
+        )
+        next_cursor = None if after is None else ".".join(map(str, after))
+        return Response({"blocks": blocks, "next_cursor": next_cursor})
+
+
+def _int(text: str | None, default: int, name: str) -> int:
+    if text is None or text == "":
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise ValidationFailed(
+            f"{name} must be an integer", {"field": name, "rule": "integer"}
+        ) from None
+
+
+def _cursor(text: str | None) -> tuple[int, int, int] | None:
+    """A cursor this API gave: "<turn>.<act>.<skip>" (traces.selectors.blocks)."""
+    if not text:
+        return None
+    parts = text.split(".")
+    try:
+        turn, act, skip = (int(part) for part in parts)
+    except ValueError:
+        turn = act = skip = -2
+    if turn < -1 or act < 0 or skip < 0 or len(text) > 40:
+        raise ValidationFailed(
+            "cursor must be a next_cursor this API gave", {"field": "cursor", "rule": "cursor"}
+        )
+    return turn, act, skip
 
 
 class BlockStitchedApi(OrgApi):
@@ -139,15 +167,32 @@ class BlockStitchedApi(OrgApi):
         trace_id = serializers.CharField()
         messages = StitchedNodeOut(many=True)
         orphans = serializers.DictField(child=BlockOut(many=True))
+        next_cursor = serializers.CharField(
+            allow_null=True, required=False, help_text="with `limit`: where the next page starts"
+        )
 
     @extend_schema(
         operation_id="blocks_stitched",
-        responses={200: OutputSerializer, **errors()},
+        parameters=page_parameters(most=STITCHED_MOST, default=STITCHED_MOST),
+        responses={200: OutputSerializer, **errors(422)},
         description="message -> (think, tool_call -> tool_results); results ordered by "
-        "payload.seq (nulls last), created_at, id; orphans for debugging.",
+        "payload.seq (nulls last), created_at, id; orphans for debugging. Without `limit`, "
+        "the whole tree; with `limit`, that many messages (each with its children) from "
+        "`cursor`, the orphans with the last page, and `next_cursor` (null after it), so "
+        "that a trace of any size streams a page at a time.",
     )
     def get(self, request, org, trace_id):
-        return Response(trace_tree_get(trace=self.trace(trace_id, Action.READ)))
+        trace = self.trace(trace_id, Action.READ)
+        if "limit" not in request.GET and "cursor" not in request.GET:
+            return Response(trace_tree_get(trace=trace))  # spec/004's answer, whole
+        limit = _int(request.GET.get("limit"), STITCHED_MOST, "limit")
+        after = _int(request.GET.get("cursor"), 0, "cursor")
+        if not 1 <= limit <= STITCHED_MOST or after < 0:
+            raise ValidationFailed(
+                f"limit must be 1 to {STITCHED_MOST} and cursor a next_cursor this API gave",
+                {"field": "limit" if after >= 0 else "cursor", "rule": "range"},
+            )
+        return Response(trace_tree_page(trace=trace, after=after, rows=limit))
 
 
 class BlockGetApi(OrgApi):

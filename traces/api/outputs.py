@@ -28,6 +28,10 @@ class TraceOut(serializers.Serializer):
     extra = serializers.JSONField()
     reward = serializers.FloatField(allow_null=True)
     block_count = serializers.IntegerField()
+    input_tokens = serializers.IntegerField(allow_null=True)
+    output_tokens = serializers.IntegerField(allow_null=True)
+    cost_usd = serializers.FloatField(allow_null=True)
+    duration_seconds = serializers.FloatField(allow_null=True)
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
 
@@ -84,6 +88,10 @@ def trace_out(trace: Trace) -> dict[str, Any]:
         "extra": trace.extra,
         "reward": trace.reward,
         "block_count": trace.block_count,
+        "input_tokens": trace.input_tokens,
+        "output_tokens": trace.output_tokens,
+        "cost_usd": trace.cost_usd,
+        "duration_seconds": trace.duration_seconds,
         "created_at": trace.created_at,
         "updated_at": trace.updated_at,
     }

@@ -1,15 +1,70 @@
 """What a format adapter yields: traces to import and dataset metadata."""
 
+import math
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field, fields
 from typing import Any, BinaryIO, Protocol
 
 from traces import jsontext
+from traces.models import USAGE_LIMIT
 
 # ijson reads this much at a time. yajl scans a string again from its start each time a
 # read ends inside it: reads of 1 MB keep that near linear for the strings a trace may
 # hold (reads of 64 KB made a 40 MB string take minutes).
 PARSE_BUFFER = 1 << 20
+
+
+TOKENS_LIMIT = (1 << 63) - 1  # a BigInteger column
+
+
+def _tokens(value: Any) -> int | None:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if 0 <= value <= TOKENS_LIMIT else None
+
+
+def _amount(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) and 0 <= value <= USAGE_LIMIT else None
+
+
+@dataclass(frozen=True)
+class Usage:
+    """A trace's usage figures (the Trace columns of the same names), where its format
+    carries them. The format's own figures stay in the trace's metadata as written; a
+    figure here is None where the format has none or has something other than a plain
+    number (a negative count, NaN, a string), so a strange figure never refuses a run."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    duration_seconds: float | None = None
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        input_tokens: Any = None,
+        output_tokens: Any = None,
+        cost_usd: Any = None,
+        duration_seconds: Any = None,
+    ) -> "Usage":
+        """The figures a format gave, each kept only when it is a plain number."""
+        return cls(
+            _tokens(input_tokens), _tokens(output_tokens), _amount(cost_usd),
+            _amount(duration_seconds),
+        )  # fmt: skip
+
+    def row(self) -> tuple[Any, ...]:
+        """The values in the order of USAGE_COLUMNS."""
+        return astuple(self)
+
+
+USAGE_COLUMNS = tuple(f.name for f in fields(Usage))
 
 
 @dataclass
@@ -36,6 +91,7 @@ class TraceDraft:
     # A run that ended before its first turn (a crash the benchmark recorded) is kept as a
     # trace without blocks, with its error and reward, where the format says so.
     keep_empty: bool = False
+    usage: Usage = field(default_factory=Usage)
 
 
 @dataclass

@@ -6,16 +6,20 @@ encoded again. Pages ask for each field as StoredJson (decode="lazy"): the text,
 only for the blocks a page shows, and only while it may (explorer/render/effort.py).
 """
 
-from collections.abc import Callable, Iterable
+import contextlib
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import orjson
-from django.db.models import F, TextField
+from django.db import connection, transaction
+from django.db.models import F, Max, TextField
 from django.db.models.expressions import ExpressionWrapper
+from django.db.models.functions import Substr
 
 from traces import kinds
 from traces.models import Block, Organization, Trace
 from traces.selectors import first_or_not_found
+from traces.selectors.search import NUL, blocks_matching
 
 # A block as the API, the export and the pages show it (spec/004's fields, in its order),
 # and the model's names for them.
@@ -36,21 +40,6 @@ def block_of(block: Block) -> dict[str, Any]:
 
 
 _TEXT_COLUMNS = ("payload", "metadata", "raw", "extra")
-# The shown fields, then what the tree is built from: the parent, the kind, the order.
-_ID, _SUB_TYPE, _PARENT, _CREATED, _SEQ = 0, 3, 4, 9, 11
-
-
-def _rows(trace: Trace) -> list[tuple]:
-    text = {
-        f"{name}_text": ExpressionWrapper(F(name), output_field=TextField())
-        for name in _TEXT_COLUMNS
-    }
-    return list(
-        Block.objects.filter(trace=trace)
-        .annotate(**text)
-        .order_by("created_at", "id")
-        .values_list(*BLOCK_MODEL_FIELDS[:5], *text, *BLOCK_MODEL_FIELDS[9:], "result_seq")
-    )
 
 
 class StoredJson:
@@ -80,78 +69,239 @@ def _node_maker(decode: bool | str) -> Callable[[tuple], dict[str, Any]]:
     return make
 
 
-def _seq_order(row: tuple) -> tuple:
-    """spec/004: results by seq, nulls last, then created_at, then id."""
-    seq = row[_SEQ]
-    return (seq is None, 0 if seq is None else seq, row[_CREATED], row[_ID])
-
-
 def trace_tree_get(*, trace: Trace, decode: bool | str = False) -> dict[str, Any]:
-    """spec/004's stitched tree: message -> (think, tool_call -> results), plus orphans.
-    JSON fields as orjson.Fragment (the API), decoded (`decode=True`) or StoredJson
-    (`decode="lazy"`, the pages).
+    """spec/004's stitched tree, whole: message -> (think, tool_call -> results), plus
+    orphans, in the order the writes stored (traces/order.py). JSON fields as
+    orjson.Fragment (the API), decoded (`decode=True`) or StoredJson (`decode="lazy"`,
+    the pages).
 
     Each block hangs under its parent when the parent is of the sub type its kind allows
     (traces/kinds.py); a block whose parent is missing or of another sub type is an
     orphan, listed under its kind's `orphans` key."""
-    rows = _rows(trace)
-    make = _node_maker(decode)
-    by_id = {row[_ID]: row for row in rows}
-    children: dict[str, list[tuple]] = {}
-    for row in rows:
-        if row[_PARENT] is not None:
-            children.setdefault(row[_PARENT], []).append(row)
-
-    # sub type -> (the sub types that hang under it, whether they go by seq)
-    under = {
-        kind.sub_type: (
-            {child.sub_type for child in kinds.children_of(kind.sub_type)},
-            any(child.by_seq for child in kinds.children_of(kind.sub_type)),
-        )
-        for kind in kinds.KINDS
+    return {
+        "trace_id": trace.pk,
+        "messages": _messages(trace, after=0, rows=None, decode=decode),
+        "orphans": _orphans_by_kind(trace, decode=decode),
     }
 
-    def node(row: tuple) -> dict[str, Any]:
-        made = make(row)
-        allowed, by_seq = under[row[_SUB_TYPE]]
-        if allowed:
-            kids = [r for r in children.get(row[_ID], []) if r[_SUB_TYPE] in allowed]
-            if by_seq:
-                kids.sort(key=_seq_order)
-            made["children"] = [node(kid) for kid in kids]
-        return made
 
-    roots: list[dict[str, Any]] = []
+# --- In stitched order, a part at a time (traces/order.py) -------------------------------
+
+STITCHED_ORDER = (
+    "turn",
+    "act",
+    "step",
+    "result_seq",
+    "created_at",
+    "id",
+)  # index block_stitched_order
+PLACE_FIELDS = ("turn", "act", "step", "number")
+
+
+def _placed_rows(trace: Trace):
+    text = {
+        f"{name}_text": ExpressionWrapper(F(name), output_field=TextField())
+        for name in _TEXT_COLUMNS
+    }
+    return (
+        Block.objects.filter(trace=trace)
+        .annotate(**text)
+        .values_list(*BLOCK_MODEL_FIELDS[:5], *text, *BLOCK_MODEL_FIELDS[9:], *PLACE_FIELDS)
+    )
+
+
+def trace_blocks_from(
+    *, trace: Trace, turn: int = 0, act: int = 0, decode: bool | str = False, batch: int = 32
+) -> Iterator[tuple[dict[str, Any], tuple[int, int, int, int]]]:
+    """The trace's blocks in stitched order from the place (turn, act) on, orphans aside,
+    each with its (turn, act, step, number); one range query on block_stitched_order,
+    read `batch` rows at a time as the caller consumes them, so a caller that stops after
+    a page's worth has read only that (a server-side cursor on PostgreSQL). The caller
+    closes the iterator when it stops (that ends its transaction)."""
+    make = _node_maker(decode)
+    rows = _placed_rows(trace).filter(turn__gte=turn)
+    if act:
+        rows = rows.exclude(turn=turn, act__lt=act)
+    # On PostgreSQL in a transaction: outside one its server-side cursor is WITH HOLD, and
+    # a held cursor is computed whole when its transaction ends, i.e. the rest of the
+    # trace. (Not on SQLite, where a transaction is IMMEDIATE: it would take the write lock.)
+    postgresql = connection.vendor == "postgresql"
+    with transaction.atomic() if postgresql else contextlib.nullcontext():
+        for row in rows.order_by(*STITCHED_ORDER).iterator(chunk_size=batch):
+            yield make(row[:11]), row[11:]
+
+
+Item = tuple[int, int, dict[str, Any]]  # (turn, act: 0 for the message, node)
+
+
+def trace_items_from(
+    *,
+    trace: Trace,
+    turn: int = 0,
+    act: int = 0,
+    decode: bool | str = False,
+    numbered: bool = False,
+    batch: int = 32,
+) -> Iterator[Item]:
+    """The stitched tree from (turn, act) on, a message or an act at a time: a message
+    (its `children` filled by the acts that follow it), or a think or call with its
+    results as `children`, as blocks.stitched shows them; read as it is consumed."""
+    pending: Item | None = None
+    message: dict[str, Any] | None = None
+    message_turn = -1
+    leaves = {k.sub_type for k in kinds.KINDS if not kinds.children_of(k.sub_type)}
+    stream = trace_blocks_from(trace=trace, turn=turn, act=act, decode=decode, batch=batch)
+    try:
+        for node, (at_turn, at_act, step, number) in stream:
+            if numbered:
+                node["number"] = number
+            if step:
+                if pending is not None and pending[:2] == (at_turn, at_act):
+                    pending[2].setdefault("children", []).append(node)
+                continue
+            if pending is not None:
+                yield pending
+            if node["sub_type"] not in leaves:
+                node["children"] = []
+            if at_act == 0:
+                message, message_turn = node, at_turn
+            elif message is not None and at_turn == message_turn:
+                message["children"].append(node)
+            pending = (at_turn, at_act, node)
+        if pending is not None:
+            yield pending
+    finally:
+        stream.close()
+
+
+def trace_tree_page(*, trace: Trace, after: int, rows: int) -> dict[str, Any]:
+    """`rows` messages of spec/004's stitched tree from the message `after` (0-based),
+    each with its children; the orphans come with the last page. `next_cursor`: where
+    the next page starts, None after the last. Reads only the page's blocks."""
+    total = trace.block_counts.get("MESSAGE", 0) if isinstance(trace.block_counts, dict) else 0
+    end = after + rows
+    last = end >= total
+    return {
+        "trace_id": trace.pk,
+        "messages": _messages(trace, after=after, rows=rows, decode=False),
+        "orphans": _orphans_by_kind(trace, decode=False, empty=not last),
+        "next_cursor": None if last else str(end),
+    }
+
+
+def _messages(
+    trace: Trace, *, after: int, rows: int | None, decode: bool | str
+) -> list[dict[str, Any]]:
+    """The messages from `after` (`rows` of them, or all), each with its children."""
+    messages: list[dict[str, Any]] = []
+    items = trace_items_from(
+        trace=trace, turn=after, decode=decode, batch=200 if rows is not None else 2000
+    )
+    try:
+        for turn, act, node in items:
+            if rows is not None and turn >= after + rows:
+                break
+            if act == 0:
+                messages.append(node)
+    finally:
+        items.close()
+    return messages
+
+
+def _orphans_by_kind(
+    trace: Trace, *, decode: bool | str, empty: bool = False
+) -> dict[str, list[dict[str, Any]]]:
     orphans: dict[str, list[dict[str, Any]]] = {k.orphans: [] for k in kinds.KINDS if k.parent}
-    for row in rows:
-        kind = kinds.kind_of(row[_SUB_TYPE])
-        if kind is None:
-            continue
-        if kind.parent is None:
-            roots.append(node(row))
-            continue
-        parent = by_id.get(row[_PARENT])
-        if parent is None or parent[_SUB_TYPE] != kind.parent:
-            orphans[kind.orphans].append(make(row))
-    return {"trace_id": trace.pk, "messages": roots, "orphans": orphans}
+    for node in [] if empty else trace_orphans(trace=trace, decode=decode):
+        orphans[kinds.BY_SUB_TYPE[node["sub_type"]].orphans].append(node)
+    return orphans
 
 
-def _flatten(nodes: list[dict[str, Any]], out: list[dict[str, Any]]) -> None:
-    for node in nodes:
-        kids = node.pop("children", [])
-        out.append(node)
-        _flatten(kids, out)
+def trace_blocks_page(
+    *, trace: Trace, cursor: tuple[int, int, int] | None, limit: int, decode: bool | str = False
+) -> tuple[list[dict[str, Any]], tuple[int, int, int] | None]:
+    """`limit` blocks in stitched order (orphans last) from `cursor` = (turn, act, skip:
+    blocks of that act already given; turn -1: the orphans, skip of them), and the next
+    cursor. Reads only the page's blocks (and the blocks skipped of one act)."""
+    turn, act, skip = cursor or (0, 0, 0)
+    page: list[dict[str, Any]] = []
+    if turn >= 0:
+        rows = _placed_rows(trace).filter(turn__gte=turn)
+        if act:
+            rows = rows.exclude(turn=turn, act__lt=act)
+        rows = rows.order_by(*STITCHED_ORDER)[skip : skip + limit + 1]
+        make = _node_maker(decode)
+        places = []
+        for row in rows:
+            page.append(make(row[:11]))
+            places.append(row[11:13])
+        if len(page) > limit:
+            last = places[limit]
+            same = sum(1 for p in places[:limit] if p == last)
+            if last == (turn, act):
+                same += skip
+            return page[:limit], (last[0], last[1], same)
+        turn, act, skip = -1, 0, 0
+        limit -= len(page)
+        if not limit:
+            more = _placed_rows(trace).filter(turn__isnull=True).exists()
+            return page, (-1, 0, 0) if more else None
+    orphans = _placed_rows(trace).filter(turn__isnull=True).order_by("created_at", "id")
+    make = _node_maker(decode)
+    found = [make(row[:11]) for row in orphans[skip : skip + limit + 1]]
+    more = len(found) > limit
+    page.extend(found[:limit])
+    return page, (-1, 0, skip + limit) if more else None
 
 
-def trace_blocks_flat(*, trace: Trace, decode: bool = False) -> list[dict[str, Any]]:
-    """Every block in stitched order: each message, then its thinks and calls, each call
-    followed by its results; orphans last."""
-    tree = trace_tree_get(trace=trace, decode=decode)
-    out: list[dict[str, Any]] = []
-    _flatten(tree["messages"], out)
-    for orphans in tree["orphans"].values():
-        out.extend(orphans)
-    return out
+def trace_orphans(*, trace: Trace, decode: bool | str = False) -> list[dict[str, Any]]:
+    """The blocks outside the stitched tree, in creation order."""
+    make = _node_maker(decode)
+    rows = _placed_rows(trace).filter(turn__isnull=True).order_by("created_at", "id")
+    return [make(row[:11]) for row in rows]
+
+
+def block_place(
+    *, trace: Trace, block_id: str | None = None, number: int | None = None
+) -> tuple[int | None, int] | None:
+    """(turn, act) of the block with this id or number (turn None: an orphan); None when
+    the trace has no such block."""
+    rows = Block.objects.filter(trace=trace)
+    rows = rows.filter(pk=block_id) if block_id is not None else rows.filter(number=number)
+    return rows.values_list("turn", "act").first()
+
+
+def turn_acts(*, trace: Trace, turn: int) -> int:
+    """How many thinks and calls hang under the message of this turn."""
+    rows = Block.objects.filter(trace=trace, turn=turn)
+    return rows.aggregate(n=Max("act"))["n"] or 0
+
+
+def trace_outline_rows(*, trace: Trace, first_turn: int, turns: int) -> list[tuple]:
+    """The blocks of the turns [first_turn, first_turn + turns) in stitched order, as
+    (id, turn, act, step, sub_type, number, the first 300 characters of the payload's
+    JSON text, extra): what an outline of those turns says, one range query."""
+    head = Substr(ExpressionWrapper(F("payload"), output_field=TextField()), 1, 300)
+    rows = Block.objects.filter(
+        trace=trace, turn__gte=first_turn, turn__lt=first_turn + turns
+    ).annotate(head=head)
+    return list(
+        rows.order_by(*STITCHED_ORDER).values_list(
+            "id", "turn", "act", "step", "sub_type", "number", "head", "extra"
+        )
+    )
+
+
+def trace_block_hits(*, trace: Trace, text: str, limit: int) -> list[tuple]:
+    """The trace's blocks whose content matches `text` (full-text search), in stitched
+    order, at most `limit`: (id, turn, sub_type, number)."""
+    text = text.strip()
+    if not text or NUL in text:
+        return []
+    rows = blocks_matching(text=text).filter(trace=trace, turn__isnull=False)
+    return list(
+        rows.order_by(*STITCHED_ORDER).values_list("id", "turn", "sub_type", "number")[:limit]
+    )
 
 
 def block_get(*, trace: Trace, block_id: str) -> Block:

@@ -3,12 +3,12 @@
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Q
+from django.db import IntegrityError, transaction
+from django.db.models import Max, Q
 from django.utils import timezone
 
 from traces import ids, jsontext
-from traces.bulk import BLOCK_COLUMNS, adapt_datetime, insert_rows
+from traces.bulk import BLOCK_COLUMNS, PLACE_COLUMNS, adapt_datetime, insert_rows
 from traces.checks import NUL, Context, Limits, ParentInfo, ValidBlock, check_json_depth
 from traces.errors import (
     DuplicateCallId,
@@ -17,6 +17,7 @@ from traces.errors import (
     ValidationFailed,
 )
 from traces.models import Block, Trace
+from traces.order import ORPHAN, Place, TraceOrder, count_places, place_block, stitched_places
 from traces.selectors.blocks import block_dict
 from traces.services.annotations import check_extra
 from traces.validation import validate_block
@@ -51,9 +52,10 @@ def _duplicate_error(exc: IntegrityError, valid: ValidBlock) -> TraceStoreError:
     raise exc
 
 
-def _parent_of(trace: Trace, parent_block_id: Any) -> ParentInfo | None:
+def _parent_of(trace: Trace, parent_block_id: Any) -> tuple[ParentInfo | None, Place]:
+    """The parent a block names, and its place in the stitched order."""
     if parent_block_id is None:
-        return None
+        return None, ORPHAN
     if not isinstance(parent_block_id, str):
         raise ValidationFailed(
             "parent_block_id must be a string", {"field": "parent_block_id", "rule": "type"}
@@ -62,7 +64,7 @@ def _parent_of(trace: Trace, parent_block_id: Any) -> ParentInfo | None:
     if NUL not in parent_block_id:  # no id holds one (and PostgreSQL would refuse it)
         row = (
             Block.objects.filter(trace=trace, id=parent_block_id)
-            .values_list("sub_type", "call_id")
+            .values_list("sub_type", "call_id", "turn", "act")
             .first()
         )
     if row is None:
@@ -70,13 +72,41 @@ def _parent_of(trace: Trace, parent_block_id: Any) -> ParentInfo | None:
             f"parent_block_id {parent_block_id!r} names no block of this trace",
             {"field": "parent_block_id", "rule": "parent_exists"},
         )
-    return ParentInfo(id=parent_block_id, sub_type=row[0], call_id=row[1])
+    return ParentInfo(id=parent_block_id, sub_type=row[0], call_id=row[1]), Place(row[2], row[3])
 
 
-def _touch(trace: Trace, added: int) -> None:
-    Trace.objects.filter(pk=trace.pk).update(
-        block_count=F("block_count") + added, updated_at=timezone.now()
-    )
+class _Appending:
+    """The trace's counts and stitched order while blocks are appended to it, read under
+    the trace row's lock (traces/order.py), and written back with the new blocks."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        row = Trace.objects.select_for_update().filter(pk=trace.pk)
+        self.block_count, counts = row.values_list("block_count", "block_counts").get()
+        self.counts = counts if isinstance(counts, dict) else {}
+        self.order = TraceOrder(turns=self.counts.get("MESSAGE", 0), acts_of_turn=self._acts)
+        self.places: dict[str, Place] = {}
+
+    def _acts(self, turn: int) -> int:
+        rows = Block.objects.filter(trace=self.trace, turn=turn)
+        return rows.aggregate(n=Max("act"))["n"] or 0
+
+    def place(self, row: "_NewRow", parent_sub_type: str | None, parent_place: Place) -> tuple:
+        place = place_block(
+            sub_type=row.sub_type, result_seq=row.result_seq, parent_sub_type=parent_sub_type,
+            parent_place=self.places.get(row.parent_id, parent_place), order=self.order,
+        )  # fmt: skip
+        self.places[row.id] = place
+        self.block_count += 1
+        return (place.turn, place.act, place.step, self.block_count)
+
+    def save(self, rows: list["_NewRow"]) -> None:
+        counts = count_places(
+            [r.sub_type for r in rows], [self.places[r.id] for r in rows], self.counts
+        )
+        Trace.objects.filter(pk=self.trace.pk).update(
+            block_count=self.block_count, block_counts=counts, updated_at=timezone.now()
+        )
 
 
 @dataclass
@@ -154,39 +184,47 @@ def _tuples(rows: list[_NewRow], trace: Trace, stamp: Any) -> list[tuple]:
         raise ValidationFailed(f"cannot be kept as JSON: {exc}", {"rule": "json"}) from None
 
 
-def _insert_one(trace: Trace, values: tuple, stamp: Any) -> None:
-    """The block and its trace's count in one statement on PostgreSQL (no BEGIN/COMMIT
-    round trips: appending a block is the hottest write), in one transaction on SQLite."""
-    if connection.vendor != "postgresql":
-        with transaction.atomic():
-            insert_rows(Block._meta.db_table, BLOCK_COLUMNS, [values])
-            _touch(trace, 1)
-        return
-    columns = ", ".join(BLOCK_COLUMNS)
-    marks = ", ".join(["%s"] * len(BLOCK_COLUMNS))
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"WITH added AS (INSERT INTO traces_block ({columns}) VALUES ({marks}) "
-            "RETURNING trace_id) UPDATE traces_trace SET block_count = block_count + 1, "
-            "updated_at = %s WHERE id IN (SELECT trace_id FROM added)",
-            [*values, stamp],
-        )
-
-
 def block_create(
     *, trace: Trace, block: BlockInput, limits: Limits | None = None
 ) -> dict[str, Any]:
     """Append one block; returns it as the API shows it."""
     limits = limits or Limits.from_settings()
-    parent = _parent_of(trace, block.parent_block_id)
+    parent, parent_place = _parent_of(trace, block.parent_block_id)
     row = _row_for(trace, block, parent, block.parent_block_id, limits)
-    now = timezone.now()
-    [values] = _tuples([row], trace, adapt_datetime(now))
+    [values] = _tuples([row], trace, adapt_datetime(timezone.now()))
     try:
-        _insert_one(trace, values, adapt_datetime(now))
+        now = _write(trace, [row], [values], {row.id: (parent, parent_place)})
     except IntegrityError as exc:
         raise _duplicate_error(exc, row.valid()) from None
     return row.as_output(trace.pk, now)
+
+
+def _write(
+    trace: Trace,
+    rows: list[_NewRow],
+    values: list[tuple],
+    parents: dict[str, tuple[ParentInfo | None, Place]],
+) -> Any:
+    """The blocks, each with its place in the stitched order, and the trace's counts, in
+    one transaction that holds the trace row's lock (appends to a trace take turns).
+    Their created_at is taken under the lock, so that the order of creation is the order
+    of the places. Returns it."""
+    with transaction.atomic():
+        appending = _Appending(trace)
+        now = timezone.now()
+        stamp = adapt_datetime(now)
+        placed = []
+        for row, value in zip(rows, values, strict=True):
+            parent, parent_place = parents[row.id]
+            sub_type = None if parent is None else parent.sub_type
+            value = (*value[:_CREATED_AT], stamp, stamp, *value[_CREATED_AT + 2 :])
+            placed.append((*value, *appending.place(row, sub_type, parent_place)))
+        insert_rows(Block._meta.db_table, (*BLOCK_COLUMNS, *PLACE_COLUMNS), placed)
+        appending.save(rows)
+    return now
+
+
+_CREATED_AT = BLOCK_COLUMNS.index("created_at")  # then updated_at
 
 
 def _with_index(exc: TraceStoreError, index: int) -> TraceStoreError:
@@ -247,17 +285,19 @@ def blocks_create_batch(
         )
     rows: list[_NewRow] = []
     refs: dict[str, _NewRow] = {}
+    parents: dict[str, tuple[ParentInfo | None, Place]] = {}
     for index, block in enumerate(blocks):
         try:
             ref = block.parent_block_id
             if isinstance(ref, str) and ref in refs:
                 p = refs[ref]
                 parent = ParentInfo(id=p.id, sub_type=p.sub_type, call_id=p.call_id)
-                parent_id = p.id
+                parent_place, parent_id = ORPHAN, p.id  # placed in the batch (_Appending)
             else:
-                parent = _parent_of(trace, ref)
+                parent, parent_place = _parent_of(trace, ref)
                 parent_id = ref
             row = _row_for(trace, block, parent, parent_id, limits)
+            parents[row.id] = (parent, parent_place)
             if block.ref is not None:
                 if not isinstance(block.ref, str) or block.ref in refs:
                     raise ValidationFailed(
@@ -271,13 +311,36 @@ def blocks_create_batch(
     duplicate = _first_duplicate(trace, rows)
     if duplicate is not None:
         raise duplicate
-    now = timezone.now()
-    tuples = _tuples(rows, trace, adapt_datetime(now))
+    tuples = _tuples(rows, trace, adapt_datetime(timezone.now()))
     try:
-        with transaction.atomic():
-            insert_rows(Block._meta.db_table, BLOCK_COLUMNS, tuples)
-            _touch(trace, len(rows))
+        now = _write(trace, rows, tuples, parents)
     except IntegrityError as exc:
         # A concurrent writer committed the same key in between: say which block lost.
         raise _first_duplicate(trace, rows) or _duplicate_error(exc, rows[0].valid()) from None
     return [row.as_output(trace.pk, now) for row in rows]
+
+
+def trace_order_refill(*, trace: Trace) -> None:
+    """Place every block of the trace again (traces/order.py), its blocks in creation
+    order, and count them: what a change of the table of block kinds' parents asks of
+    the traces already stored (migration 0014 does the same for every trace)."""
+    rows = list(
+        Block.objects.filter(trace=trace)
+        .order_by("created_at", "id")
+        .values_list("id", "sub_type", "parent_id", "result_seq")
+    )
+    index = {row[0]: n for n, row in enumerate(rows)}
+    places = stitched_places(
+        [(sub_type, index.get(parent), seq) for _, sub_type, parent, seq in rows]
+    )
+    with transaction.atomic():
+        Block.objects.bulk_update(
+            [
+                Block(id=row[0], turn=place.turn, act=place.act, step=place.step, number=n + 1)
+                for n, (row, place) in enumerate(zip(rows, places, strict=True))
+            ],
+            ["turn", "act", "step", "number"],
+            batch_size=1000,
+        )
+        counts = count_places([row[1] for row in rows], places)
+        Trace.objects.filter(pk=trace.pk).update(block_counts=counts)

@@ -22,7 +22,14 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from traces import ids, jsontext
-from traces.bulk import BLOCK_COLUMNS, TRACE_COLUMNS, adapt_datetime, insert_rows
+from traces.bulk import (
+    BLOCK_COLUMNS,
+    PLACE_COLUMNS,
+    TRACE_COLUMNS,
+    TRACE_COUNT_COLUMNS,
+    adapt_datetime,
+    insert_rows,
+)
 from traces.checks import Limits, check_json_depth, check_no_nul
 from traces.errors import ImportFailed, ValidationFailed
 from traces.ingest.blocks import blocks_to_drafts
@@ -30,8 +37,9 @@ from traces.ingest.detect import detect
 from traces.ingest.drafts import BlockDraft, ConvertedTrace, problem, problem_from_error
 from traces.ingest.events import Emit, events_to_blocks
 from traces.ingest.failure import failure_step, mark_failure
-from traces.ingest.types import DatasetMetadata, FormatProblem, TraceDraft
+from traces.ingest.types import USAGE_COLUMNS, DatasetMetadata, FormatProblem, TraceDraft
 from traces.models import Block, Dataset, Image, Organization, Trace, TraceImage
+from traces.order import Placer
 from traces.services.annotations import trace_reward
 from traces.services.datasets import (
     dataset_get_or_create,
@@ -96,7 +104,7 @@ class _Spool:
         self.now = timezone.now()
         self.stamp = adapt_datetime(self.now)
         self.traces = RecordSpool()
-        self.blocks = RowSpool(Block._meta.db_table, BLOCK_COLUMNS)
+        self.blocks = RowSpool(Block._meta.db_table, (*BLOCK_COLUMNS, *PLACE_COLUMNS))
         self.images = RecordSpool()
         self.links = RecordSpool()
         self.image_shas: set[str] = set()
@@ -132,12 +140,13 @@ class _Spool:
             self.trace_errors[trace.id] = self.trace_errors.get(trace.id, 0) + 1
         if trace.spooled_from is None:
             trace.spooled_from = self.blocks.mark()
+        place = trace.placer.add(b.sub_type, b.parent, b.result_seq)
         trace.blocks += 1
         self.blocks.add(
             (
                 block_id, trace.id, b.block_type, b.sub_type, parent_id,
                 payload, metadata, raw, dumps(b.extra), b.call_id, b.result_seq,
-                now, now,
+                now, now, place.turn, place.act, place.step, trace.blocks,
             ),
             len(payload) + (0 if raw is None else len(raw)),
         )  # fmt: skip
@@ -160,7 +169,8 @@ class _Spool:
         metadata_text = jsontext.dumps(metadata)
         self.traces.add(
             (trace_id, trace.name[:500], metadata_text,
-             trace_reward(extra={}, metadata=metadata), trace.blocks, content_hash),
+             trace_reward(extra={}, metadata=metadata), trace.blocks, content_hash,
+             jsontext.dumps(trace.placer.counts), draft.usage.row()),
             len(metadata_text),
         )  # fmt: skip
         for sha, image in converted.images.items():
@@ -190,11 +200,12 @@ class _Spool:
         org_id, dataset_id = dataset.organization_id, dataset.pk
         rows = (
             (trace_id, org_id, dataset_id, first_index + n, name, metadata, "{}", reward,
-             blocks, now, now, content_hash)
-            for n, (trace_id, name, metadata, reward, blocks, content_hash)
+             blocks, now, now, content_hash, counts, *usage)
+            for n, (trace_id, name, metadata, reward, blocks, content_hash, counts, usage)
             in enumerate(self.traces)
         )  # fmt: skip
-        _insert_in_chunks(Trace._meta.db_table, (*TRACE_COLUMNS, "content_hash"), rows)
+        columns = (*TRACE_COLUMNS, "content_hash", *TRACE_COUNT_COLUMNS, *USAGE_COLUMNS)
+        _insert_in_chunks(Trace._meta.db_table, columns, rows)
         self.blocks.insert()
         self._write_errors()
         image_ids = self._write_images(dataset.organization_id)
@@ -286,6 +297,7 @@ class _TraceState:
         self.failure_step = failure_step(draft.metadata)
         self._content: Any = None
         self.spooled_from: Any = None  # the block spool's mark before its first block
+        self.placer = Placer()  # its blocks' places in the stitched order (traces/order.py)
 
     @property
     def content(self) -> Any:

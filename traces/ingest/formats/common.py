@@ -1,7 +1,7 @@
 """What the benchmark adapters share: one incremental pass over a file of runs, and
 small helpers for the metadata they keep."""
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, BinaryIO
 
 import ijson
@@ -62,6 +62,13 @@ def iter_top_level(stream: BinaryIO, big: str) -> Iterator[tuple[str, Any]]:
             value, builder = builder.value, None
             yield unit, value
             unit = value = None
+
+
+def total(values: Iterable[Any]) -> float | int | None:
+    """The sum of the plain numbers among `values` (booleans are not numbers here), or
+    None where there is none: a usage figure summed over models or turns."""
+    found = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    return sum(found) if found else None
 
 
 def number(value: Any) -> float | int | None:

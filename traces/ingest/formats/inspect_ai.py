@@ -10,8 +10,15 @@ import re
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from traces.ingest.formats.common import as_object, compact, number, read_runs, run_trace
-from traces.ingest.types import FormatProblem, Item, Sniff, TraceDraft
+from traces.ingest.formats.common import (
+    as_object,
+    compact,
+    number,
+    read_runs,
+    run_trace,
+    total,
+)
+from traces.ingest.types import FormatProblem, Item, Sniff, TraceDraft, Usage
 
 ATTACHMENT = "attachment://"
 _REF = re.compile(r"attachment://([0-9a-f]{32})")
@@ -96,6 +103,18 @@ def run_facts(top: dict[str, Any]) -> dict[str, Any]:
     return compact({k: v for k, v in facts.items() if v is not None})
 
 
+def sample_usage(sample: dict[str, Any]) -> Usage:
+    """A sample's `model_usage` (per model: input_tokens, output_tokens, total_cost in
+    recent versions) summed over its models, and its `total_time` in seconds."""
+    per_model = [as_object(u) for u in as_object(sample.get("model_usage")).values()]
+    return Usage.of(
+        input_tokens=total(u.get("input_tokens") for u in per_model),
+        output_tokens=total(u.get("output_tokens") for u in per_model),
+        cost_usd=total(u.get("total_cost") for u in per_model),
+        duration_seconds=sample.get("total_time"),
+    )
+
+
 def sample_trace(
     sample: Any, index: int, facts: dict[str, Any], where: dict[str, Any] | None = None
 ) -> TraceDraft | FormatProblem:
@@ -130,7 +149,9 @@ def sample_trace(
         run += f" {facts['model']}"
     if isinstance(facts.get("eval_id"), str):
         run += f" (eval {facts['eval_id'][:6]})"  # the same task and model run twice
-    return run_trace(where, events, metadata, reward=reward, task_id=task_id, run=run)
+    draft = run_trace(where, events, metadata, reward=reward, task_id=task_id, run=run)
+    draft.usage = sample_usage(sample)
+    return draft
 
 
 class InspectAI:

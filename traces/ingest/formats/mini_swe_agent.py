@@ -10,8 +10,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from traces.ingest.formats.common import WholeJsonFile
-from traces.ingest.types import DatasetMetadata, FormatProblem, Item, Sniff, TraceDraft
+from traces.ingest.formats.common import WholeJsonFile, as_object
+from traces.ingest.types import DatasetMetadata, FormatProblem, Item, Sniff, TraceDraft, Usage
 
 _COMMAND = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```", re.DOTALL)
 OUTPUT_START = "<returncode>"
@@ -83,7 +83,15 @@ class MiniSweAgent(WholeJsonFile):
         run = {"agent": "mini-swe-agent", "model": model, "version": info.get("mini_version")}
         yield DatasetMetadata({k: v for k, v in run.items() if v})
         events = split_commands(data["messages"])
-        yield TraceDraft(location=where, events=events, metadata=metadata, name=name)
+        # mini-swe-agent counts the run's cost (`model_stats.instance_cost`); some of its
+        # forks count tokens there too.
+        stats = as_object(info.get("model_stats"))
+        usage = Usage.of(
+            input_tokens=stats.get("input_tokens"),
+            output_tokens=stats.get("output_tokens"),
+            cost_usd=stats.get("instance_cost"),
+        )
+        yield TraceDraft(location=where, events=events, metadata=metadata, name=name, usage=usage)
 
 
 FORMAT = MiniSweAgent()

@@ -10,10 +10,11 @@ message of its source. Each event is kept whole under `openhands`.
 """
 
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
-from traces.ingest.formats.common import WholeJsonFile, as_object
-from traces.ingest.types import DatasetMetadata, FormatProblem, Item, Sniff, TraceDraft
+from traces.ingest.formats.common import WholeJsonFile, as_object, total
+from traces.ingest.types import DatasetMetadata, FormatProblem, Item, Sniff, TraceDraft, Usage
 
 
 def _call(event: dict[str, Any]) -> dict[str, Any]:
@@ -69,6 +70,49 @@ def to_events(stream: list[Any]) -> list[Any]:
     return events
 
 
+def _seconds(stream: list[dict[str, Any]]) -> float | None:
+    """From the first event's `timestamp` to the last's."""
+    stamps = []
+    for event in stream:
+        try:
+            stamps.append(datetime.fromisoformat(event["timestamp"]))
+        except (KeyError, TypeError, ValueError):
+            continue
+    try:
+        return (stamps[-1] - stamps[0]).total_seconds() if stamps else None
+    except TypeError:  # one timestamp with a zone, another without
+        return None
+
+
+def usage(stream: list[Any]) -> Usage:
+    """The run's figures. The last `llm_metrics` an event carries (OpenHands writes them
+    accumulated: `accumulated_cost`, `accumulated_token_usage`) where there is one; else
+    the tokens of each model response the actions name (`tool_call_metadata`
+    .model_response.usage, once per response id: an observation repeats its action's).
+    The duration runs from the first event's timestamp to the last's."""
+    events = [e for e in stream if isinstance(e, dict)]
+    metrics = next((e["llm_metrics"] for e in reversed(events) if "llm_metrics" in e), None)
+    seconds = _seconds(events)
+    if isinstance(metrics, dict):
+        tokens = as_object(metrics.get("accumulated_token_usage"))
+        return Usage.of(
+            input_tokens=tokens.get("prompt_tokens"),
+            output_tokens=tokens.get("completion_tokens"),
+            cost_usd=metrics.get("accumulated_cost"),
+            duration_seconds=seconds,
+        )
+    responses: dict[Any, dict[str, Any]] = {}
+    for event in events:
+        response = as_object(as_object(event.get("tool_call_metadata")).get("model_response"))
+        if response.get("usage") is not None:
+            responses.setdefault(response.get("id", id(response)), as_object(response["usage"]))
+    return Usage.of(
+        input_tokens=total(u.get("prompt_tokens") for u in responses.values()),
+        output_tokens=total(u.get("completion_tokens") for u in responses.values()),
+        duration_seconds=seconds,
+    )
+
+
 class OpenHands(WholeJsonFile):
     name = "openhands"
     recognised_by = (
@@ -89,7 +133,9 @@ class OpenHands(WholeJsonFile):
         yield DatasetMetadata({"agent": "OpenHands"})
         first = next((e for e in data if isinstance(e, dict) and e.get("source") == "user"), {})
         name = " ".join(str(first.get("message") or "").split())
-        yield TraceDraft(location=where, events=to_events(data), metadata={}, name=name)
+        yield TraceDraft(
+            location=where, events=to_events(data), metadata={}, name=name, usage=usage(data)
+        )
 
 
 FORMAT = OpenHands()

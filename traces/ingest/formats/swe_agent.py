@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from traces.ingest.formats.common import BIG_STRING, WholeJsonFile, as_object, compact
-from traces.ingest.types import DatasetMetadata, FormatProblem, Item, Sniff, TraceDraft
+from traces.ingest.types import DatasetMetadata, FormatProblem, Item, Sniff, TraceDraft, Usage
 
 
 def _events_from_trajectory(steps: list[Any]) -> list[Any] | None:
@@ -131,7 +131,14 @@ class SweAgent(WholeJsonFile):
         run = {"agent": "SWE-agent", "model": metadata.get("model")}
         yield DatasetMetadata({k: v for k, v in run.items() if v})
         name = str(metadata.get("task_id") or f"SWE-agent run ({metadata.get('exit_status')})")
-        yield TraceDraft(location=where, events=events, metadata=metadata, name=name)
+        # `model_stats`: this instance's cost and tokens (`total_cost` is the whole batch's).
+        stats = as_object(as_object(data.get("info")).get("model_stats"))
+        usage = Usage.of(
+            input_tokens=stats.get("tokens_sent"),
+            output_tokens=stats.get("tokens_received"),
+            cost_usd=stats.get("instance_cost"),
+        )
+        yield TraceDraft(location=where, events=events, metadata=metadata, name=name, usage=usage)
 
 
 FORMAT = SweAgent()

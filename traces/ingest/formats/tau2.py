@@ -9,8 +9,8 @@ tools). The file is read in one incremental pass: `simulations` can be very larg
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from traces.ingest.formats.common import as_object, compact, number, read_runs, run_trace
-from traces.ingest.types import FormatProblem, Item, Sniff, TraceDraft
+from traces.ingest.formats.common import as_object, compact, number, read_runs, run_trace, total
+from traces.ingest.types import FormatProblem, Item, Sniff, TraceDraft, Usage
 
 
 def _run_facts(top: dict[str, Any]) -> dict[str, Any]:
@@ -36,6 +36,23 @@ def _run_facts(top: dict[str, Any]) -> dict[str, Any]:
     return compact({k: v for k, v in facts.items() if v is not None})
 
 
+def _usage(sim: dict[str, Any], messages: list[Any]) -> Usage:
+    """The agent's figures: its turns' `usage` (prompt and completion tokens) summed, its
+    `agent_cost`, and the simulation's `duration`. The simulated user's own cost and
+    tokens (`user_cost`, its turns' usage) stay in the metadata and messages only."""
+    turns = [
+        as_object(m.get("usage"))
+        for m in messages
+        if isinstance(m, dict) and m.get("role") == "assistant"
+    ]
+    return Usage.of(
+        input_tokens=total(u.get("prompt_tokens") for u in turns),
+        output_tokens=total(u.get("completion_tokens") for u in turns),
+        cost_usd=sim.get("agent_cost"),
+        duration_seconds=sim.get("duration"),
+    )
+
+
 def _trace(sim: Any, index: int) -> TraceDraft | FormatProblem:
     where = {"trace": index}
     if not isinstance(sim, dict):
@@ -48,7 +65,9 @@ def _trace(sim: Any, index: int) -> TraceDraft | FormatProblem:
     metadata = compact({k: v for k, v in sim.items() if k != "messages"})
     reward = number(as_object(sim.get("reward_info")).get("reward"))
     run = f"trial {sim.get('trial', '?')}"
-    return run_trace(where, messages, metadata, reward=reward, task_id=sim.get("task_id"), run=run)
+    draft = run_trace(where, messages, metadata, reward=reward, task_id=sim.get("task_id"), run=run)
+    draft.usage = _usage(sim, messages)
+    return draft
 
 
 class Tau2:

@@ -1,0 +1,115 @@
+"""The trace page reads only what it shows, and a reader jumps anywhere: go to block n or
+row n, a permalink opens the page at its block, the outline lists the whole trace a page
+of turns at a time, and find-in-trace lists the blocks that match."""
+
+import re
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from tests.explorer.test_trace_view import page_url
+from traces.models import Block, Trace
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+@pytest.fixture
+def tool_trace(trace_importer) -> Trace:
+    """300 turns; every third an assistant turn calling a tool, whose output is an error
+    every thirtieth turn; the word NEEDLE in turn 250's output."""
+    events = []
+    for n in range(300):
+        if n % 3 == 1:
+            call_id = f"call_{n}"
+            events.append({"role": "assistant", "content": None, "tool_calls": [
+                {"id": call_id, "type": "function",
+                 "function": {"name": f"tool_{n % 7}", "arguments": "{}"}},
+            ]})  # fmt: skip
+            output = f"output of turn {n}" + (" NEEDLE" if n == 250 else "")
+            if n % 30 == 1:
+                output = f"Error: turn {n} failed"
+            events.append({"role": "tool", "tool_call_id": call_id, "content": output})
+        else:
+            events.append({"role": "user", "content": f"turn number {n}"})
+    return trace_importer([events], dataset="jumps")[0]
+
+
+def _block_reads(queries) -> list[str]:
+    return [q["sql"] for q in queries if '"traces_block"' in q["sql"]]
+
+
+def test_the_first_response_reads_only_a_range_of_the_stored_order(trace_client, tool_trace):
+    with CaptureQueriesContext(connection) as queries:
+        html = trace_client.get(page_url(tool_trace)).content.decode()
+    assert "turn number 0<" in html
+    reads = _block_reads(queries)
+    assert reads, "the page read no blocks"
+    for sql in reads:  # a range of the stitched order, never the whole trace
+        assert '"turn" >=' in sql or '"number" =' in sql or '"id" =' in sql, sql
+        assert '"created_at"' not in sql.split("ORDER BY")[-1], sql
+
+
+def test_the_header_counts_come_from_the_trace_row(trace_client, tool_trace):
+    html = trace_client.get(page_url(tool_trace)).content.decode()
+    assert "<b>300</b> messages" in html and "<b>100</b> calls" in html
+    assert "<b>100</b> results" in html
+
+
+def test_go_to_block_n_opens_the_page_at_that_block(trace_client, tool_trace):
+    block = Block.objects.get(trace=tool_trace, number=380)
+    html = trace_client.get(page_url(tool_trace), {"block": 380}).content.decode()
+    assert f'id="{block.pk}"' in html
+    assert "Show from the first row" in html
+    assert "turn number 0<" not in html
+    assert 'title="Permalink to block 380"' in html
+
+
+def test_go_to_a_block_or_row_that_is_not_there_opens_the_first_rows(trace_client, tool_trace):
+    for query in ({"block": 10_000}, {"block": "x"}, {"row": "nope"}):
+        response = trace_client.get(page_url(tool_trace), query)
+        assert response.status_code == 200
+        assert "turn number 0<" in response.content.decode()
+
+
+def test_go_to_row_n_counts_rows_from_one(trace_client, tool_trace):
+    html = trace_client.get(page_url(tool_trace), {"row": 201}).content.decode()
+    assert "turn number 200<" in html and "turn number 199<" not in html
+    assert 'id="row-200"' in html
+
+
+def test_a_permalink_opens_the_page_at_its_block(trace_client, tool_trace):
+    block = Block.objects.get(trace=tool_trace, turn=250, step__gt=0)
+    html = trace_client.get(page_url(tool_trace), {"focus": block.pk}).content.decode()
+    assert f'id="{block.pk}"' in html and "NEEDLE" in html
+    assert f'href="{page_url(tool_trace)}?focus={block.pk}#{block.pk}"' in html
+
+
+def test_the_outline_lists_turns_with_tools_and_errors_a_page_at_a_time(trace_client, tool_trace):
+    url = f"{page_url(tool_trace)}outline"
+    html = trace_client.get(url, **HTMX).content.decode()
+    entries = re.findall(r'data-outline-row="(\d+)"', html)
+    assert entries == [str(n) for n in range(200)]
+    assert "turn number 0" in html and "tool_1" in html
+    assert html.count("1 error") == 7  # turns 1, 31, ... 181
+    assert f"{url}?after=200" in html
+    rest = trace_client.get(url, {"after": 200}, **HTMX).content.decode()
+    assert re.findall(r'data-outline-row="(\d+)"', rest) == [str(n) for n in range(200, 300)]
+    assert "outline?after=" not in rest
+    page = trace_client.get(url)  # without JavaScript: a page of its own
+    assert page.status_code == 200 and "Back to the trace" in page.content.decode()
+
+
+def test_find_in_trace_links_each_hit_to_the_page_at_its_block(trace_client, tool_trace):
+    url = f"{page_url(tool_trace)}outline"
+    html = trace_client.get(url, {"q": "NEEDLE"}, **HTMX).content.decode()
+    block = Block.objects.get(trace=tool_trace, turn=250, step__gt=0)
+    assert f'href="{page_url(tool_trace)}?focus={block.pk}#{block.pk}"' in html
+    assert "1</b> block matching" in html
+    none = trace_client.get(url, {"q": "absent-word"}, **HTMX).content.decode()
+    assert "No block matches." in none
+
+
+def test_the_outline_of_a_trace_of_another_organization_is_a_404(trace_outsider_client, tool_trace):
+    response = trace_outsider_client.get(f"{page_url(tool_trace)}outline")
+    assert response.status_code == 404
