@@ -2,26 +2,39 @@
 items, the reward histogram's bars, the rewards-per-group table and the trace rows."""
 
 import math
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
 from django.core.paginator import Paginator
+from django.http import QueryDict
+from django.urls import reverse
+from django.utils.html import conditional_escape, format_html
+from django.utils.safestring import SafeString, mark_safe
 
 from traces import jsontext
 from traces.models import Trace
 from traces.rewards import rate_tone, reward_tone
 from traces.selectors.annotations import trace_label_names
 from traces.selectors.datasets import dataset_trace_rows
+from traces.selectors.search import SearchHit, search_hits, search_words
 from traces.selectors.stats import (
     Histogram,
+    UsageSummary,
     default_group_key,
+    group_sort_known,
     message_text,
     metadata_keys,
     rewards_by_key,
     tools_used,
 )
-from traces.selectors.trace_filters import TraceFilter, traces_filtered
+from traces.selectors.trace_filters import (
+    TraceFilter,
+    sort_known,
+    traces_filtered,
+    traces_sorted,
+)
 from traces.validation import number_in_range
 
 PAGE_SIZE = 50
@@ -32,20 +45,31 @@ LONG_VALUE_CHARS = 100
 META_PANEL_KEYS = 50
 META_VALUE_CHARS = 4_000
 META_KEY_CHARS = 200
-SORTS = {
-    "index": ("index",),
-    "-index": ("-index",),
-    "reward": ("reward", "index"),
-    "-reward": ("-reward", "index"),
-}
 REWARD_CHOICES = (
     ("", "any"),
     ("1", "1 (success)"),
     ("0", "0 (failure)"),
     ("none", "none"),
-    ("gte", "≥ at least…"),
+    ("gte", "in a range…"),
 )
 ANNOTATED_CHOICES = (("", "any"), ("yes", "annotated"), ("no", "not annotated"))
+TOOL_ERROR_CHOICES = (("", "any"), ("yes", "has a tool error"), ("no", "no tool error"))
+# The columns of the trace list that sort, in the order the table shows them: (sort, label,
+# whether the first click sorts descending, as for figures where the biggest matter).
+SORT_COLUMNS = (
+    ("index", "#", False),
+    ("name", "Name", False),
+    ("task", "Task", False),
+    ("trial", "Trial", False),
+    ("turns", "Blocks", True),
+    ("errors", "Errors", True),
+    ("reward", "Reward", True),
+    ("tokens", "Tokens", True),
+    ("cost", "Cost", True),
+    ("duration", "Duration", True),
+)
+USAGE_SORTS = ("tokens", "cost", "duration")
+META_FILTERS = 5  # key=value filters at once
 
 
 @dataclass
@@ -53,74 +77,105 @@ class Filters:
     q: str = ""
     reward: str = ""
     reward_min: str = ""
-    meta: str = ""
+    reward_max: str = ""
+    meta: list[str] = field(default_factory=list)
     annotated: str = ""
     label: str = ""
+    errors: str = ""
     sort: str = "index"
     group: str = ""
+    gsort: str = "value"  # the order of the rewards-per-group table
 
     @classmethod
     def from_request(cls, request) -> "Filters":
-        get = request.GET
+        return cls.from_query(request.GET)
+
+    @classmethod
+    def from_query(cls, get: QueryDict) -> "Filters":
         reward = get.get("reward", "")
-        reward_min = get.get("reward_min", "").strip()
-        if reward_min and not reward:
+        reward_min = get.get("reward_min", "").strip()[:40]
+        reward_max = get.get("reward_max", "").strip()[:40]
+        if (reward_min or reward_max) and not reward:
             reward = "gte"
+        metas = [m.strip()[:1000] for m in get.getlist("meta")[:META_FILTERS]]
+        sort = get.get("sort", "index")
         return cls(
             q=get.get("q", "").strip()[:500],
             reward=reward if reward in dict(REWARD_CHOICES) else "",
-            reward_min=reward_min[:40],
-            meta=get.get("meta", "").strip()[:1000],
+            reward_min=reward_min,
+            reward_max=reward_max,
+            meta=[m for m in metas if m],
             annotated=get.get("annotated", "") if get.get("annotated") in ("yes", "no") else "",
             label=get.get("label", "").strip()[:100],
-            sort=get.get("sort", "index") if get.get("sort") in SORTS else "index",
+            errors=get.get("errors", "") if get.get("errors") in ("yes", "no") else "",
+            sort=sort if sort_known(sort) else "index",
             group=get.get("group", "")[:500],
+            gsort=get.get("gsort", "") if group_sort_known(get.get("gsort", "")) else "value",
         )
 
-    def params(self, **changes: Any) -> dict[str, str]:
-        """The non-default values, as GET parameters."""
+    def params(self, **changes: Any) -> dict[str, Any]:
+        """The non-default values, as GET parameters (`meta` may be a list)."""
+        ranged = self.reward == "gte"
         values = {
             "q": self.q,
             "reward": self.reward,
-            "reward_min": self.reward_min if self.reward == "gte" else "",
+            "reward_min": self.reward_min if ranged else "",
+            "reward_max": self.reward_max if ranged else "",
             "meta": self.meta,
             "annotated": self.annotated,
             "label": self.label,
+            "errors": self.errors,
             "sort": "" if self.sort == "index" else self.sort,
             "group": self.group,
+            "gsort": "" if self.gsort == "value" else self.gsort,
             **changes,
         }
-        return {k: v for k, v in values.items() if v not in ("", None)}
+        return {k: v for k, v in values.items() if v not in ("", None, [])}
 
     def query(self, **changes: Any) -> str:
-        return urlencode(self.params(**changes))
+        return urlencode(self.params(**changes), doseq=True)
+
+    def list_query(self) -> str:
+        """The list's filter and sort alone (no page, no grouping): what a trace link
+        carries so that the trace page's previous/next walk the same list."""
+        return self.query(group="", gsort="", page="")
 
     @property
     def active(self) -> bool:
-        return bool(self.q or self.reward or self.meta or self.annotated or self.label)
+        return bool(
+            self.q or self.reward or self.meta or self.annotated or self.label or self.errors
+        )
+
+    def _reward_bound(self, text: str, errors: list[str]) -> float | None:
+        try:
+            bound = float(text)
+            if not math.isfinite(bound):
+                raise ValueError
+            return bound
+        except ValueError:
+            errors.append(f"“{text}” is not a number: that reward bound is off.")
+            return None
 
     def trace_filter(self) -> tuple[TraceFilter, list[str]]:
         """The form as the filter the trace list applies, and what could not be
         understood (that part of the filter is off)."""
         found = TraceFilter(text=self.q)
-        errors = []
+        errors: list[str] = []
         if self.reward in ("1", "0"):
             found.reward = float(self.reward)
         elif self.reward == "none":
             found.no_reward = True
         elif self.reward == "gte":
-            try:
-                bound = float(self.reward_min)
-                if not math.isfinite(bound):
-                    raise ValueError
-                found.reward_min = bound
-            except ValueError:
-                if self.reward_min:
-                    errors.append(f"“{self.reward_min}” is not a number: the reward filter is off.")
-                else:
-                    errors.append("Give the lowest reward to keep: the reward filter is off.")
-        if self.meta:
-            key, sep, value = self.meta.partition("=")
+            if not self.reward_min and not self.reward_max:
+                errors.append(
+                    "Give the lowest or highest reward to keep: the reward filter is off."
+                )
+            if self.reward_min:
+                found.reward_min = self._reward_bound(self.reward_min, errors)
+            if self.reward_max:
+                found.reward_max = self._reward_bound(self.reward_max, errors)
+        for meta in self.meta:
+            key, sep, value = meta.partition("=")
             key, value = key.strip(), value.strip()
             if not sep or not key:
                 errors.append("Write the metadata filter as key=value, e.g. task_id=7.")
@@ -128,16 +183,38 @@ class Filters:
                 found.metadata[key] = value
         if self.annotated:
             found.annotated = self.annotated == "yes"
+        if self.errors:
+            found.tool_error = self.errors == "yes"
         found.label = self.label
         return found, errors
 
 
-def _apply(traces, filters: Filters) -> tuple[Any, list[str]]:
-    """The traces that pass the filters, in the form's order, and what could not be
-    understood."""
+def filtered(traces, filters: Filters) -> tuple[Any, list[str]]:
+    """The traces that pass the filters (in no order), and what could not be understood."""
     trace_filter, errors = filters.trace_filter()
-    traces = traces_filtered(traces=traces, filters=trace_filter)
-    return traces.order_by(*SORTS[filters.sort]), errors
+    return traces_filtered(traces=traces, filters=trace_filter), errors
+
+
+def sort_columns(request, filters: Filters) -> dict[str, dict[str, Any]]:
+    """The trace list's sortable headers: each a link (a real href; htmx swaps the table)
+    to the list sorted by it, the other way round when it is the sort already."""
+    columns = {}
+    for sort, label, descending_first in SORT_COLUMNS:
+        if filters.sort == sort:
+            current, target = "ascending", f"-{sort}"
+        elif filters.sort == f"-{sort}":
+            current, target = "descending", sort
+        else:
+            current, target = "", f"-{sort}" if descending_first else sort
+        href = f"{request.path}?{filters.query(sort='' if target == 'index' else target)}"
+        columns[sort] = {
+            "sort": sort,
+            "label": label,
+            "href": href,
+            "current": current,
+            "numeric": sort not in ("name", "task"),
+        }
+    return columns
 
 
 # --- presentation helpers ------------------------------------------------------------
@@ -293,15 +370,125 @@ def histogram_bars(histogram: Histogram) -> dict[str, Any]:
 # --- the page ------------------------------------------------------------------------
 
 
-def _trace_rows(page_traces: list[Trace]) -> list[dict[str, Any]]:
-    tools = tools_used(trace_ids=[t.pk for t in page_traces])
-    labels = trace_label_names(trace_ids=[t.pk for t in page_traces])
+_JSON_KEY = re.compile(r'(?<!\\)"?\s*[{,]?\s*"[A-Za-z_][\w-]{0,40}"\s*:\s*"?')
+_JSON_PUNCTUATION = re.compile(r'"\s*[,}\]]+\s*|[{\[]\s*"?')
+
+
+def _snippet(hit: SearchHit) -> str:
+    """A hit's piece of stored JSON text as a reader's line: escapes of JSON read back,
+    spaces collapsed, an ellipsis where it is cut."""
+    text = hit.piece
+    # JSON's keys and brackets are not what the reader looks for: the values are.
+    text = _JSON_KEY.sub(" ", text)
+    text = _JSON_PUNCTUATION.sub(" ", text)
+    for escaped, plain in (("\\n", " "), ("\\t", " "), ('\\"', '"'), ("\\\\", "\\")):
+        text = text.replace(escaped, plain)
+    text = " ".join(text.split())
+    return ("…" if hit.cut_before else "") + text + ("…" if hit.cut_after else "")
+
+
+def highlighted(text: str, words: list[str]) -> SafeString:
+    """`text` escaped, each occurrence of the words (in any case) in <mark>."""
+    words = [w for w in words if w]
+    if not words:
+        return conditional_escape(text)
+    pattern = re.compile("|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)),
+                         re.IGNORECASE)  # fmt: skip
+    out, last = [], 0
+    for match in pattern.finditer(text):
+        out.append(conditional_escape(text[last : match.start()]))
+        out.append(format_html("<mark>{}</mark>", match.group()))
+        last = match.end()
+    out.append(conditional_escape(text[last:]))
+    return mark_safe("".join(out))  # noqa: S308 (every piece escaped above)
+
+
+def _grouped(n: int) -> str:
+    return f"{n:,}".replace(",", "\u2009")
+
+
+def tokens_text(trace: Trace) -> tuple[str, str]:
+    """The trace's tokens as the list shows them (the total, "" when unknown) and the
+    detail for its title."""
+    parts = (trace.input_tokens, trace.output_tokens)
+    if parts == (None, None):
+        return "", ""
+    shown = [f"{label} {_grouped(n)}" for label, n in zip(("in", "out"), parts, strict=True)
+             if n is not None]  # fmt: skip
+    return _grouped(sum(n for n in parts if n is not None)), ", ".join(shown)
+
+
+def cost_text(cost: float | None) -> str:
+    if cost is None:
+        return ""
+    return f"${cost:,.2f}" if cost >= 1 else f"${cost:.4f}".rstrip("0").rstrip(".")
+
+
+def duration_text(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {rest:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+def usage_view(usage: UsageSummary) -> dict[str, Any]:
+    """The dataset's usage figures as its head shows them."""
+    tokens = None
+    if usage.with_tokens:
+        total = (usage.input_tokens or 0) + (usage.output_tokens or 0)
+        tokens = {
+            "total": _grouped(total),
+            "input": _grouped(usage.input_tokens or 0),
+            "output": _grouped(usage.output_tokens or 0),
+            "mean": _grouped(round(total / usage.with_tokens)),
+        }
+    return {
+        "summary": usage,
+        "tokens": tokens,
+        "cost": cost_text(usage.cost),
+        "mean_cost": cost_text(usage.mean_cost),
+        "mean_duration": duration_text(usage.mean_duration),
+        "duration": duration_text(usage.duration),
+    }
+
+
+def _trace_rows(page_traces: list[Trace], filters: Filters) -> list[dict[str, Any]]:
+    ids = [t.pk for t in page_traces]
+    tools = tools_used(trace_ids=ids)
+    labels = trace_label_names(trace_ids=ids)
+    hits = search_hits(trace_ids=ids, text=filters.q) if filters.q else {}
+    words = search_words(filters.q)
+    # The trace link carries the list (its filter and sort): J/K walk what the reader sees.
+    carried = filters.list_query()
+    suffix = f"?{urlencode({'list': carried})}" if carried else ""
     rows = []
     for trace in page_traces:
         tone, text = reward_badge(trace.reward)
+        href = reverse("trace", args=[trace.pk]) + suffix
+        hit = hits.get(trace.pk)
+        hit_view = None
+        if hit is not None:
+            focus = urlencode({"focus": hit.block_id, **({"list": carried} if carried else {})})
+            hit_view = {
+                "href": f"{reverse('trace', args=[trace.pk])}?{focus}#{hit.block_id}",
+                "snippet": highlighted(_snippet(hit), words),
+                "kind": hit.sub_type.lower().replace("_", " "),
+            }
+        tokens, tokens_title = tokens_text(trace)
         rows.append(
             {
                 "trace": trace,
+                "href": href,
+                "tokens": tokens,
+                "tokens_title": tokens_title,
+                "cost": cost_text(trace.cost_usd),
+                "duration": duration_text(trace.duration_seconds),
+                "hit": hit_view,
                 "first_message": _first_line(message_text(trace.first_user_payload)),
                 "tools": tools.get(trace.pk, []),
                 "labels": labels.get(trace.pk, []),
@@ -312,10 +499,29 @@ def _trace_rows(page_traces: list[Trace]) -> list[dict[str, Any]]:
     return rows
 
 
-def groups_context(filters: Filters, all_traces) -> dict[str, Any]:
+def group_columns(request, filters: Filters, ks: list[int]) -> dict[str, Any]:
+    """The groups table's headers: each a link to the table sorted by that column (the
+    other way round when it is the sort already; figures first biggest)."""
+    names = ["value", "count", "mean", *(f"pass{k}" for k in ks), *(f"hat{k}" for k in ks)]
+    columns: dict[str, Any] = {}
+    for name in names:
+        if filters.gsort == name:
+            current, target = "ascending", f"-{name}"
+        elif filters.gsort == f"-{name}":
+            current, target = "descending", name
+        else:
+            current, target = "", name if name == "value" else f"-{name}"
+        query = filters.query(gsort="" if target == "value" else target, page="")
+        columns[name] = {"href": f"{request.path}?{query}", "current": current}
+    columns["pass"] = [{"k": k, **columns[f"pass{k}"]} for k in ks]
+    columns["hat"] = [{"k": k, **columns[f"hat{k}"]} for k in ks]
+    return columns
+
+
+def groups_context(request, filters: Filters, all_traces) -> dict[str, Any]:
     keys = metadata_keys(traces=all_traces)
     key = filters.group if filters.group in keys else default_group_key(keys)
-    table = rewards_by_key(traces=all_traces, key=key) if key else None
+    table = rewards_by_key(traces=all_traces, key=key, sort=filters.gsort) if key else None
     rows = []
     # With one trial per group, pass@1 and pass^1 only repeat the mean reward.
     show_pass = table is not None and len(table.ks) > 1
@@ -335,6 +541,7 @@ def groups_context(filters: Filters, all_traces) -> dict[str, Any]:
             )
     totals = [*table.pass_at, *table.pass_hat] if show_pass else []
     return {
+        "group_columns": group_columns(request, filters, table.ks if show_pass else []),
         "keys": keys,
         "group_key": key,
         "groups": table,
@@ -352,15 +559,15 @@ class _CountedPaginator(Paginator):
         self.__dict__["count"] = count
 
 
-def traces_context(request, all_traces, filters: Filters, count: int | None = None):
-    traces, errors = _apply(all_traces, filters)
-    traces = dataset_trace_rows(traces=traces)
+def traces_context(request, listed, filters: Filters, count: int | None = None):
+    """The page of the list: `listed` are the traces that pass the filters."""
+    traces = dataset_trace_rows(traces=traces_sorted(traces=listed, sort=filters.sort))
     if count is None:
         paginator = Paginator(traces, PAGE_SIZE)
     else:
         paginator = _CountedPaginator(traces, PAGE_SIZE, count)
     page = paginator.get_page(request.GET.get("page"))
-    rows = _trace_rows(list(page.object_list))
+    rows = _trace_rows(list(page.object_list), filters)
 
     def link(number: int) -> str:
         return f"{request.path}?{filters.query(page=number if number > 1 else '')}"
@@ -373,8 +580,30 @@ def traces_context(request, all_traces, filters: Filters, count: int | None = No
         "page": page,
         "paginator": paginator,
         "rows": rows,
-        "filter_errors": errors,
+        "columns": sort_columns(request, filters),
+        "list_query": filters.list_query(),
         "page_numbers": numbers,
         "prev_href": link(page.previous_page_number()) if page.has_previous() else None,
         "next_href": link(page.next_page_number()) if page.has_next() else None,
     }
+
+
+@dataclass(frozen=True)
+class ListState:
+    """The trace list a trace page was opened from (its `list` parameter: the list's own
+    query string), so that its previous/next walk that list: its filter, its sort, and
+    the suffix its links carry on."""
+
+    filter: TraceFilter | None
+    sort: str
+    suffix: str  # "?list=..." or ""
+
+
+def list_state(request) -> ListState:
+    carried = request.GET.get("list", "")[:4000]
+    if not carried:
+        return ListState(None, "index", "")
+    filters = Filters.from_query(QueryDict(carried))
+    trace_filter, _ = filters.trace_filter()
+    query = filters.list_query()
+    return ListState(trace_filter, filters.sort, f"?{urlencode({'list': query})}" if query else "")

@@ -17,7 +17,7 @@ from explorer.render.content import arguments_html, content_html, output_html, s
 from explorer.render.context import Context
 from explorer.render.effort import Effort
 from explorer.render.fold import Budget
-from explorer.render.json import json_html
+from explorer.render.json import json_html, pretty_json
 from explorer.render.markdown import markdown_block
 from explorer.render.text import size_label, visible_text
 from traces import jsontext, kinds
@@ -138,6 +138,8 @@ class BlockView:
     cost: int = 0
     number: int | None = None  # the how-manieth block of the trace (Block.number)
     labels: list[str] = field(default_factory=list)  # names of its failure labels
+    without_text: bool = False  # a message with no text (a turn that only calls tools)
+    is_error: bool = False  # a tool result its log flags as a tool error
 
     @property
     def head_template(self) -> str:
@@ -157,6 +159,12 @@ class RowView:
     acts: list[ActView]
     acts_from: int = 0  # the index of the first act shown
     acts_total: int = 0
+    repeats: list["RowView"] = field(default_factory=list)  # the same call again, folded
+
+    @property
+    def repeat_errors(self) -> int:
+        """How many of the folded repeats' results are tool errors (said on the fold)."""
+        return sum(res.is_error for row in self.repeats for act in row.acts for res in act.results)
 
     @property
     def number(self) -> int:
@@ -309,12 +317,19 @@ class PageRenderer:
         body_key = next((key for key in kind.body if key in payload), kind.body[0])
         value = payload.get(body_key)
         body, badges, warnings = BODY_RENDERERS[kind.render](value, budget, self.ctx, metadata)
+        warnings = [*warnings, *self.marks(node, metadata)]
         head = {
             key: v if isinstance(v, str) else jsontext.dumps(v)
             for key, v in payload.items()
             if key in kind.fields and key not in kind.body and v is not None
         }
         role = head.get("role", "")
+        if role == "system" and self.fold and value:
+            # A system prompt is read once: folded, a click away (issue 11 item 4).
+            body = (
+                f'<details class="system-fold"><summary>system prompt '
+                f"({size_label(jsontext.byte_size(value))})</summary>{body}</details>"
+            )
         fields = {k: v for k, v in payload.items() if k not in kind.fields}
         if fields:
             body += '<div class="more-fields"><span class="lane-note">other fields</span>'
@@ -360,7 +375,27 @@ class PageRenderer:
             tone=_tone(role) if role and role.lower() not in ROLE_CLASSES else "",
             cost=len(body) + len(meta_html) + len(extra_html) + BLOCK_OVERHEAD,
             number=node.get("number"),
+            without_text=kind.render == "content" and value in (None, ""),
+            is_error=bool(node.get("is_error")),
         )
+
+    def marks(self, node: dict[str, Any], metadata: dict) -> list[tuple[str, str]]:
+        """Warnings the format gave this block: a tool error (Block.is_error), the step a
+        failure attribution names (traces/ingest/failure.py; its reason as the title)."""
+        out = []
+        if node.get("is_error"):
+            out.append(("tool error", "the tool reported an error (as the log says)"))
+        if metadata.get("failure") is True:
+            failure = (
+                self.trace.metadata.get("failure")
+                if isinstance(self.trace.metadata, dict)
+                else None
+            )
+            failure = failure if isinstance(failure, dict) else {}
+            agent, reason = failure.get("agent"), failure.get("reason")
+            why = visible_text(" - ".join(str(x) for x in (agent, reason) if x)[:500])
+            out.append(("failure starts here", why or "the log names this step as the failure's"))
+        return out
 
     def act(self, node: dict[str, Any]) -> ActView:
         self.load_image_types([node, *node.get("children", [])])
@@ -396,12 +431,38 @@ class PageRenderer:
                 chunk.end, chunk.end_act = turn, act - 1  # the chunk ends inside this row
                 break
             shown = self.act(node)
+            if not row.acts and row.message is not None and row.message.without_text:
+                row.message.body = safe("")  # a turn that only calls tools shows its calls
             row.acts.append(shown)
             spent += shown.block.cost + sum(res.cost for res in shown.results)
             blocks += 1 + len(shown.results)
         for shown_row in chunk.rows:
             shown_row.acts_total = shown_row.acts_to
+        chunk.rows = group_repeats(chunk.rows)
         return chunk
+
+
+def group_repeats(rows: list[RowView]) -> list[RowView]:
+    """Turns that only make the same call as the turn before (same tool, same arguments)
+    fold under the first of them, which shows how many there are ("x 7")."""
+    out: list[RowView] = []
+    for row in rows:
+        lead = out[-1] if out else None
+        if lead is not None and _same_call(lead, row):
+            lead.repeats.append(row)
+        else:
+            out.append(row)
+    return out
+
+
+def _same_call(lead: RowView, row: RowView) -> bool:
+    if lead.message is None or row.message is None or len(lead.acts) != 1 or len(row.acts) != 1:
+        return False
+    if not (lead.message.without_text and row.message.without_text):
+        return False
+    a, b = lead.acts[0].block, row.acts[0].block
+    same_tool = a.head.get("name") == b.head.get("name")  # its call id differs, of course
+    return a.sub_type == b.sub_type == "TOOL_CALL" and same_tool and a.body == b.body
 
 
 def _tone(role: str) -> str:
@@ -489,7 +550,6 @@ HITS = 100  # search hits listed
 _ROLE = re.compile(r'"role":"((?:[^"\\]|\\.){0,80})"')
 _NAME = re.compile(r'"name":"((?:[^"\\]|\\.){0,128})"')
 _TEXT = re.compile(r'"(?:content|text|output|delta)":"((?:[^"\\]|\\.)*)')
-_ERROR = re.compile(r'"(?:is_error|error)":(?!null|false)|^(?:error|exception|traceback)\b', re.I)
 PREVIEW_CHARS = 90
 
 
@@ -525,7 +585,7 @@ def outline_rows(rows: list[tuple]) -> list[OutlineRow]:
     """One entry a turn, from trace_outline_rows: the message's role and first words,
     its tool calls, thinks, results, results that look like errors, and rewards."""
     out: list[OutlineRow] = []
-    for block_id, turn, act, step, sub_type, number, head, extra in rows:
+    for block_id, turn, act, step, sub_type, number, head, extra, is_error in rows:
         head = head or ""
         if act == 0 and step == 0:
             role = _ROLE.search(head)
@@ -542,9 +602,7 @@ def outline_rows(rows: list[tuple]) -> list[OutlineRow]:
             entry.thinks += 1
         elif step:
             entry.results += 1
-            text = _TEXT.search(head)
-            if _ERROR.search(head) or (text and _ERROR.search(_json_string(text[1])[:40])):
-                entry.errors += 1
+            entry.errors += is_error
         reward = extra.get("reward") if isinstance(extra, dict) else None
         if reward is not None:
             entry.rewards.append(jsontext.dumps(reward)[:12])
@@ -612,6 +670,8 @@ def meta_items(metadata: Any) -> list[MetaItem]:
     items = []
     for key, value in itertools.islice(metadata.items(), META_PANEL_KEYS):
         text = value if isinstance(value, str) else jsontext.dumps(value)
+        if len(text) > 80 and isinstance(value, dict | list):
+            text = pretty_json(value)  # folded under its first words, indented when opened
         if len(text) > META_VALUE_CHARS:
             text = text[:META_VALUE_CHARS] + f"… ({size_label(len(text.encode()))} in all)"
         items.append(MetaItem(visible_text(str(key)[:200]), visible_text(text), len(text) > 80))

@@ -94,3 +94,29 @@ def test_0014_gives_stored_blocks_their_place_in_the_stitched_order_and_counts(m
     ]  # fmt: skip
     counts = Trace.objects.get(pk=trace.pk).block_counts
     assert counts == {"MESSAGE": 1, "TOOL_CALL": 1, "THINK": 0, "TOOL_RESULT": 3, "ORPHAN": 0}
+
+
+def test_0016_fills_the_task_and_trial_of_existing_traces(migrated_back):
+    apps = migrated_back("0015_formats_usage")
+    Organization, Trace = (apps.get_model("traces", name) for name in ("Organization", "Trace"))
+    org = Organization.objects.create(slug="tasks", name="tasks")
+    metas = {
+        "tr_tau2": {"task_id": "7", "trial": 2},
+        "tr_inspect": {"task_id": "arith/3", "epoch": 4},
+        "tr_swe": {"instance_id": "django__django-1"},
+        "tr_none": {"reward": 1},
+    }
+    for trace_id, metadata in metas.items():
+        Trace.objects.create(id=trace_id, organization=org, metadata=metadata)
+    apps = migrated_back("0016_reading_task_trial_sorts")
+    Trace = apps.get_model("traces", "Trace")
+    found = dict(
+        (trace_id, (task, trial))
+        for trace_id, task, trial in Trace.objects.values_list("id", "task", "trial")
+    )
+    assert found == {
+        "tr_tau2": ("7", 2),
+        "tr_inspect": ("arith/3", 4),
+        "tr_swe": ("django__django-1", None),
+        "tr_none": ("", None),
+    }

@@ -25,15 +25,17 @@ from traces.selectors.stats import (
     reward_distribution,
     reward_histogram,
     reward_summary,
+    usage_columns,
+    usage_summary,
 )
+from traces.selectors.trace_filters import traces_sorted
 from traces.services.datasets import dataset_update
 
 TEMPLATE = "explorer/dataset.html"
-SORT_CHOICES = (
-    ("index", "index ↑"),
-    ("-index", "index ↓"),
-    ("reward", "reward ↑"),
-    ("-reward", "reward ↓"),
+SORT_CHOICES = tuple(
+    (f"{prefix}{sort}", f"{label} {arrow}")
+    for sort, label, _ in view_models.SORT_COLUMNS
+    for prefix, arrow in (("", "↑"), ("-", "↓"))
 )
 
 
@@ -43,34 +45,42 @@ def dataset_page(request, dataset_id: str):
     dataset = dataset_for(actor=actor(request), dataset_id=dataset_id)
     all_traces = dataset_traces(dataset=dataset)
     filters = view_models.Filters.from_request(request)
+    # The list, the rewards per group (pass@k) and the export follow the filter.
+    listed, filter_errors = view_models.filtered(all_traces, filters)
     context: dict[str, Any] = {
         "nav": "datasets",
         "dataset": dataset,
         "filters": filters,
         "reward_choices": view_models.REWARD_CHOICES,
         "annotated_choices": view_models.ANNOTATED_CHOICES,
+        "tool_error_choices": view_models.TOOL_ERROR_CHOICES,
+        "filter_errors": filter_errors,
+        "meta_inputs": [*filters.meta, ""][: view_models.META_FILTERS],
+        "export_query": filters.list_query(),
+        # The usage columns the dataset has figures for (the same whatever the filter).
+        "usage_columns": usage_columns(traces=all_traces),
         "sort_choices": SORT_CHOICES,
         "label_choices": [label.name for label in labels_of(dataset=dataset)],
     }
     target = htmx_target(request)
     if target == "groups":
-        context.update(view_models.groups_context(filters, all_traces))
+        context.update(view_models.groups_context(request, filters, listed))
         # A key the reader picked goes in the address; the table loading itself does not.
         picked = request.htmx.trigger_name == "group"
         push_url = clean_url(request, filters.query()) if picked else None
         return render_page(request, TEMPLATE, context, partial="groups", push_url=push_url)
     if target == "traces":
-        context.update(view_models.traces_context(request, all_traces, filters))
+        context.update(view_models.traces_context(request, listed, filters))
         page = context["page"].number
         push_url = clean_url(request, filters.query(page=page if page > 1 else ""))
         return render_page(request, TEMPLATE, context, partial="traces", push_url=push_url)
     context.update(_summary_context(request, dataset, all_traces))
     if "group" in request.GET:
-        context.update(view_models.groups_context(filters, all_traces))
+        context.update(view_models.groups_context(request, filters, listed))
     else:
         context["groups_later"] = True
     known = None if filters.active else context["summary"].traces
-    context.update(view_models.traces_context(request, all_traces, filters, count=known))
+    context.update(view_models.traces_context(request, listed, filters, count=known))
     return render_page(request, TEMPLATE, context)
 
 
@@ -98,6 +108,7 @@ def _summary_context(request, dataset, all_traces) -> dict[str, Any]:
         "can_upload": allows(actor(request), Action.WRITE, dataset),
         "can_manage": allows(actor(request), Action.MANAGE, dataset),
         "label_counts": label_counts(dataset=dataset),
+        "usage": view_models.usage_view(usage_summary(traces=all_traces)),
     }
 
 
@@ -110,8 +121,13 @@ def dataset_export(request, dataset_id: str):
         return HttpResponseBadRequest(
             f"format must be one of {', '.join(EXPORT_FORMATS)}", content_type="text/plain"
         )
+    # What the list shows: its filter and its sort (a part not understood is off, as there).
+    filters = view_models.Filters.from_request(request)
+    listed, _ = view_models.filtered(dataset_traces(dataset=dataset), filters)
+    traces = traces_sorted(traces=listed, sort=filters.sort)
     response = StreamingHttpResponse(
-        dataset_export_lines(dataset=dataset, fmt=fmt), content_type="application/x-ndjson"
+        dataset_export_lines(dataset=dataset, fmt=fmt, traces=traces),
+        content_type="application/x-ndjson",
     )
     response["Content-Disposition"] = dataset_export_disposition(dataset=dataset, fmt=fmt)
     return response

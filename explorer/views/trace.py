@@ -21,6 +21,7 @@ from django.views.decorators.http import require_POST, require_safe
 
 from explorer import trace_page as page
 from explorer.access import actor, policy_errors
+from explorer.dataset_page import list_state
 from explorer.render.content import safe
 from explorer.render.json import json_html
 from explorer.views.base import htmx_target, render_page, wants_partial
@@ -107,13 +108,15 @@ def trace_page(request, trace_id: str):
     if place is not None:
         chunk, start, acts_from = page.chunk_around(renderer, place)
     chunk_context = page.chunk_context(renderer, row_total, start, chunk, acts_from)
-    prev, nxt = trace_neighbours(trace=trace)
+    listed = list_state(request)  # J/K walk the list the reader came from
+    prev, nxt = trace_neighbours(trace=trace, filters=listed.filter, sort=listed.sort)
     context = {
         "trace": trace,
         "title": page.trace_title(trace),
         "dataset": trace.dataset,
         "prev": prev,
         "next": nxt,
+        "list_suffix": listed.suffix,
         "counts": counts,
         "block_total": trace.block_count,
         "orphan_total": counts.orphans,
@@ -171,13 +174,15 @@ def block_full(request, trace_id: str, block_id: str):
     trace = _trace(request, trace_id)
     block = _block(trace, block_id)
     as_text = request.GET.get("as") == "text"
-    renderer = page.PageRenderer(request, trace, fold=False, as_text=as_text)
-    node = block_of(block)
+    fold = request.GET.get("fold") == "1"  # back to the preview, after "Show all"
+    renderer = page.PageRenderer(request, trace, fold=fold, as_text=as_text)
+    node = {**block_of(block), "is_error": block.is_error}
     renderer.load_image_types([node])
     view = renderer.block(node)
     if wants_partial(request):  # the block's raw (#raw-<block>) or body (#body-<block>)
         partial = "raw" if htmx_target(request).startswith("raw-") else "block_body"
-        return render_page(request, TEMPLATE, {"trace": trace, "b": view}, partial=partial)
+        context = {"trace": trace, "b": view, "unfolded": not fold}
+        return render_page(request, TEMPLATE, context, partial=partial)
     context = {
         "trace": trace,
         "title": page.trace_title(trace),

@@ -16,8 +16,8 @@ HTMX = {"HTTP_HX_REQUEST": "true"}
 
 @pytest.fixture
 def tool_trace(trace_importer) -> Trace:
-    """300 turns; every third an assistant turn calling a tool, whose output is an error
-    every thirtieth turn; the word NEEDLE in turn 250's output."""
+    """300 turns; every third an assistant turn calling a tool, whose output is a flagged
+    tool error every thirtieth turn; the word NEEDLE in turn 250's output."""
     events = []
     for n in range(300):
         if n % 3 == 1:
@@ -27,9 +27,10 @@ def tool_trace(trace_importer) -> Trace:
                  "function": {"name": f"tool_{n % 7}", "arguments": "{}"}},
             ]})  # fmt: skip
             output = f"output of turn {n}" + (" NEEDLE" if n == 250 else "")
-            if n % 30 == 1:
-                output = f"Error: turn {n} failed"
-            events.append({"role": "tool", "tool_call_id": call_id, "content": output})
+            result = {"role": "tool", "tool_call_id": call_id, "content": output}
+            if n % 30 == 1:  # a tool error as the log flags it (the outline counts those)
+                result.update(content=f"Error: turn {n} failed", is_error=True)
+            events.append(result)
         else:
             events.append({"role": "user", "content": f"turn number {n}"})
     return trace_importer([events], dataset="jumps")[0]

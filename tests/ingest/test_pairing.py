@@ -102,3 +102,41 @@ def test_every_output_without_an_id_in_shared_data_answers_the_latest_turn(org, 
                 checked += 1
     if relative.startswith("invariant-explorer"):
         assert checked == 1  # the screenshot
+
+
+@pytest.mark.parametrize(
+    "link", [lambda n: {"tool_call_id": n}, lambda n: {"tool_call_ids": [n]}], ids=["id", "ids"]
+)
+def test_an_output_naming_a_call_id_that_is_a_number_answers_that_call(org, link):
+    """Ids that are numbers are stored as their text: the output of call 2 answers call 2,
+    not the earliest unanswered call of the turn."""
+    events = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": 1, "function": {"name": "a", "arguments": {}}},
+            {"id": 2, "function": {"name": "b", "arguments": {}}},
+        ]},
+        {"role": "tool", **link(2), "content": "from b"},
+        {"role": "tool", **link(1), "content": "from a"},
+    ]  # fmt: skip
+    trace_import(organization=org, dataset_name="d", files=[as_file(json.dumps(events))])
+    results = Block.objects.filter(sub_type="TOOL_RESULT").select_related("parent")
+    assert {(r.payload["output"], r.parent.payload["name"]) for r in results} == {
+        ("from b", "b"),
+        ("from a", "a"),
+    }
+
+
+def test_an_output_naming_an_unknown_call_id_is_refused_with_its_place(org):
+    events = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None,
+         "tool_calls": [{"id": "c1", "function": {"name": "a", "arguments": {}}}]},
+        {"role": "tool", "tool_call_id": 7, "content": "lost"},
+    ]  # fmt: skip
+    with pytest.raises(ImportFailed) as refused:
+        trace_import(organization=org, dataset_name="d", files=[as_file(json.dumps(events))])
+    [found] = refused.value.problems
+    assert (found["event"], found["rule"], found["field"]) == (2, "unknown_call_id", "tool_call_id")
+    assert "'7'" in found["message"]
+    assert not Block.objects.exists()

@@ -16,7 +16,6 @@ REAL = Path(__file__).parents[1] / "fixtures" / "real"
 FILES = {
     SHARED_DATA / "tau2-bench" / "telecom_llm_agent_gpt-4o_user_gpt-4o_2025-08-10.json": 1,
     SHARED_DATA / "tau2-bench" / "gpt-4.1_telecom_no-user_4trials_5tasks.json": 0,
-    SHARED_DATA / "inspect-ai" / "log_tool_call_error.json": 11,
     REAL / "inspect_arith_zstd.eval": 1,
 }
 
@@ -33,6 +32,30 @@ def test_each_tool_error_of_a_real_file_is_marked_and_counted(org, path):
     assert sum(Trace.objects.values_list("tool_errors", flat=True)) == FILES[path]
     for trace in Trace.objects.all():
         assert trace.tool_errors == Block.objects.filter(trace=trace, is_error=True).count()
+
+
+def test_each_inspect_error_type_is_marked_under_its_call(org):
+    """Inspect's test log of its eleven tool error types keeps the outputs without the
+    turns that called them (refused as it is: tests/ingest/test_real_data.py): each is
+    read here after an assistant turn that makes its call."""
+    path = SHARED_DATA / "inspect-ai" / "log_tool_call_error.json"
+    if not path.is_file():
+        pytest.skip(f"{path} is absent")
+    log = json.loads(path.read_text())
+    outputs = log["samples"][0]["messages"]
+    log["samples"][0]["messages"] = [
+        event
+        for output in outputs
+        for event in (
+            {"role": "assistant", "content": None,
+             "tool_calls": [{"id": output["tool_call_id"], "function": "bash", "arguments": {}}]},
+            output,
+        )
+    ]  # fmt: skip
+    trace_import(organization=org, dataset_name="d", files=[as_file(json.dumps(log))])
+    errors = Block.objects.filter(is_error=True).order_by("created_at", "id")
+    assert [b.raw["error"]["type"] for b in errors] == [o["error"]["type"] for o in outputs]
+    assert len(outputs) == Trace.objects.get().tool_errors == 11
 
 
 def test_an_openai_tool_message_flagged_as_error_is_marked(org):

@@ -28,3 +28,61 @@ def test_neighbours_by_index_and_none_at_either_end(org):
 def test_a_trace_alone_has_no_neighbours(org):
     (alone,) = imported(org, "one", 1)
     assert trace_neighbours(trace=alone) == (None, None)
+
+
+def test_neighbours_walk_every_sort_of_the_list_both_ways_with_ties_and_nulls(org):
+    """Walking next from the first trace, or previous from the last, gives exactly the
+    sorted list, for every sort: ties broken by index, NULLs last both ways."""
+    from traces.models import Trace
+    from traces.selectors.trace_filters import TRACE_SORTS, TraceFilter, traces_sorted
+
+    metas = [
+        {"task_id": "b", "trial": 1, "reward": 1},
+        {"task_id": "a", "reward": 0},
+        {"task_id": "b", "trial": 0},
+        {"trial": 2, "reward": 1},
+        {"task_id": "a", "trial": 0, "reward": 0.5},
+        {},
+        {"task_id": "b", "trial": 1, "reward": 1},
+    ]
+    lines = b"".join(
+        json.dumps({"messages": [{"role": "user", "content": f"run {n}"}], "metadata": m}).encode()
+        + b"\n"
+        for n, m in enumerate(metas)
+    )
+    dataset = trace_import(
+        organization=org, dataset_name="sorts", files=[("t.jsonl", io.BytesIO(lines))],
+        allow_duplicates=True,
+    ).dataset  # fmt: skip
+    every = Trace.objects.filter(dataset=dataset)
+    # usage figures as the importers fill them: some unknown, some tied, a half-known total
+    usage = [(10, 5, 0.5, 3.0), (None, None, None, None), (10, 5, 0.5, 3.0), (1, None, 2.0, None),
+             (100, 1, 0.1, 60.0), (None, None, None, 1.0), (0, 0, 0.0, 0.0)]  # fmt: skip
+    for index, (tokens_in, tokens_out, cost, duration) in enumerate(usage):
+        every.filter(index=index).update(
+            input_tokens=tokens_in, output_tokens=tokens_out, cost_usd=cost,
+            duration_seconds=duration,
+        )  # fmt: skip
+    for name in TRACE_SORTS:
+        for sort in (name, f"-{name}"):
+            expected = list(traces_sorted(traces=every, sort=sort).values_list("id", flat=True))
+            walked = [expected[0]]
+            while True:
+                _, nxt = trace_neighbours(trace=every.get(pk=walked[-1]), sort=sort)
+                if nxt is None:
+                    break
+                walked.append(nxt.pk)
+            assert walked == expected, sort
+            back = [expected[-1]]
+            while True:
+                prev, _ = trace_neighbours(trace=every.get(pk=back[-1]), sort=sort)
+                if prev is None:
+                    break
+                back.append(prev.pk)
+            assert back == expected[::-1], sort
+    rewarded = TraceFilter(reward_min=0.5)
+    first = every.get(index=0)
+    # -reward among rewards >= 0.5: 6, 3, 0 (reward 1, ties by index, descending), then 4
+    assert trace_neighbours(trace=first, filters=rewarded, sort="-reward") == (
+        every.get(index=3), every.get(index=4),
+    )  # fmt: skip

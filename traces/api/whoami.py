@@ -27,7 +27,8 @@ class WhoAmIApi(OrgApi):
             {
                 "organization": self.organization.slug,
                 "api_key": principal.api_key.id if is_key else None,
-                "user": None if is_key or not principal.is_authenticated
+                "user": None
+                if is_key or not principal.is_authenticated
                 else principal.get_username(),
                 "role": self.actor.role_in(self.organization.pk),
             }

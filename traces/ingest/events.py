@@ -172,18 +172,24 @@ def _thoughts(event: dict[str, Any]) -> list[str]:
     return texts
 
 
+def _as_id(call_id: Any) -> str:
+    return call_id if isinstance(call_id, str) else str(call_id)
+
+
 def _result_targets(t: _Trace, event: dict[str, Any], i: int) -> list[str] | None:
     """The call ids a tool output answers, or None after recording a problem."""
-    if isinstance(event.get("tool_call_id"), str):
-        wanted, fld = [event["tool_call_id"]], "tool_call_id"
+    # A call's id that is not a string is stored as its text (_message): an output names
+    # it the same way, and is never answered by order instead.
+    if event.get("tool_call_id") is not None:
+        wanted, fld = [_as_id(event["tool_call_id"])], "tool_call_id"
     elif isinstance(event.get("tool_call_ids"), list) and event["tool_call_ids"]:
-        wanted, fld = event["tool_call_ids"], "tool_call_ids"
+        wanted, fld = [_as_id(c) for c in event["tool_call_ids"]], "tool_call_ids"
     elif isinstance(event.get("id"), str) and event["id"] in t.current:
         wanted, fld = [event["id"]], "id"
     else:
         wanted, fld = [], None
     for call_id in wanted:
-        if not isinstance(call_id, str) or call_id not in t.current:
+        if call_id not in t.current:
             t.problems.append(
                 problem(
                     t.where(i),

@@ -92,6 +92,13 @@ class TraceDraft:
     # trace without blocks, with its error and reward, where the format says so.
     keep_empty: bool = False
     usage: Usage = field(default_factory=Usage)
+    # A trace without a name in its content (an old SWE-agent .traj) is named by its file,
+    # the file's name without its extension, where the format writes one run per file
+    # named after the run.
+    name_from_file: bool = False
+    # Where runs of one task by several models or trials would share the name: the
+    # importer adds " (2)", " (3)"... to a name the dataset or the upload has already.
+    unique_name: bool = False
 
 
 @dataclass
@@ -138,6 +145,15 @@ class Sniff:
 
 
 Item = TraceDraft | DatasetMetadata | FormatProblem
+
+
+class Adapter:
+    """What every format adapter has, given where its one instance (`FORMAT`) is made:
+    its name, and one line on how a file of it is recognised (Format)."""
+
+    def __init__(self, *, name: str, recognised_by: str) -> None:
+        self.name = name
+        self.recognised_by = recognised_by
 
 
 class Format(Protocol):

@@ -106,7 +106,9 @@ def _placed_rows(trace: Trace):
     return (
         Block.objects.filter(trace=trace)
         .annotate(**text)
-        .values_list(*BLOCK_MODEL_FIELDS[:5], *text, *BLOCK_MODEL_FIELDS[9:], *PLACE_FIELDS)
+        .values_list(
+            *BLOCK_MODEL_FIELDS[:5], *text, *BLOCK_MODEL_FIELDS[9:], *PLACE_FIELDS, "is_error"
+        )
     )
 
 
@@ -128,7 +130,10 @@ def trace_blocks_from(
     postgresql = connection.vendor == "postgresql"
     with transaction.atomic() if postgresql else contextlib.nullcontext():
         for row in rows.order_by(*STITCHED_ORDER).iterator(chunk_size=batch):
-            yield make(row[:11]), row[11:]
+            node = make(row[:11])
+            if row[15]:  # a tool error, as its format said (Block.is_error): the page marks it
+                node["is_error"] = True
+            yield node, row[11:15]
 
 
 Item = tuple[int, int, dict[str, Any]]  # (turn, act: 0 for the message, node)
@@ -280,14 +285,14 @@ def turn_acts(*, trace: Trace, turn: int) -> int:
 def trace_outline_rows(*, trace: Trace, first_turn: int, turns: int) -> list[tuple]:
     """The blocks of the turns [first_turn, first_turn + turns) in stitched order, as
     (id, turn, act, step, sub_type, number, the first 300 characters of the payload's
-    JSON text, extra): what an outline of those turns says, one range query."""
+    JSON text, extra, is_error): what an outline of those turns says, one range query."""
     head = Substr(ExpressionWrapper(F("payload"), output_field=TextField()), 1, 300)
     rows = Block.objects.filter(
         trace=trace, turn__gte=first_turn, turn__lt=first_turn + turns
     ).annotate(head=head)
     return list(
         rows.order_by(*STITCHED_ORDER).values_list(
-            "id", "turn", "act", "step", "sub_type", "number", "head", "extra"
+            "id", "turn", "act", "step", "sub_type", "number", "head", "extra", "is_error"
         )
     )
 

@@ -3,6 +3,8 @@
 from collections.abc import Iterator
 from typing import Any
 
+from django.db.models import QuerySet
+
 from traces import jsontext, kinds
 from traces.ingest.images import referenced_images, restore_images
 from traces.models import Annotation, Block, Dataset, Trace
@@ -100,14 +102,19 @@ def _dataset_annotations(dataset: Dataset) -> dict[str, list[dict[str, Any]]]:
     return found
 
 
-def dataset_export_lines(*, dataset: Dataset, fmt: str = "chat") -> Iterator[bytes]:
-    """JSONL: a first line with the dataset's metadata, then one trace a line; a trace
-    with labels or comments has them in `annotations` (by block id)."""
+def dataset_export_lines(
+    *, dataset: Dataset, fmt: str = "chat", traces: QuerySet[Trace] | None = None
+) -> Iterator[bytes]:
+    """JSONL: a first line with the dataset's metadata, then one trace a line (every trace
+    by index, or `traces` of the dataset in their order: what a filtered list shows); a
+    trace with labels or comments has them in `annotations` (by block id)."""
     if fmt not in EXPORT_FORMATS:
         raise ValueError(f"export format must be one of {EXPORT_FORMATS}, not {fmt!r}")
     yield jsontext.dumps({"metadata": dataset.metadata}).encode() + b"\n"
     annotations = _dataset_annotations(dataset)
-    for trace in dataset.traces.order_by("index").iterator(chunk_size=200):
+    if traces is None:
+        traces = dataset.traces.order_by("index")
+    for trace in traces.filter(dataset=dataset).iterator(chunk_size=200):
         line: dict[str, Any]
         if fmt == "chat":
             line = {"messages": trace_events(trace=trace), "metadata": trace.metadata}

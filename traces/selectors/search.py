@@ -5,9 +5,12 @@ Search text holding NUL (U+0000) matches nothing: no name holds one, and stored 
 keeps it escaped (JSON text), so nothing could match it; PostgreSQL would refuse it.
 """
 
+from dataclasses import dataclass
+
 from django.db import connection
-from django.db.models import BooleanField, Exists, F, Func, OuterRef, Q, QuerySet, Value
+from django.db.models import BooleanField, Exists, F, Func, Min, OuterRef, Q, QuerySet, Value
 from django.db.models.expressions import RawSQL
+from django.db.models.functions import Greatest, Length, Lower, StrIndex, Substr
 
 from traces import kinds
 from traces.models import Block, Dataset, Trace
@@ -33,10 +36,23 @@ class PgTextMatch(Func):
         return sql, [*payload_params, *text_params]
 
 
-def blocks_matching(*, text: str) -> QuerySet[Block]:
+# A search qualifier: `is:error` keeps the tool results marked as errors (Block.is_error),
+# alone (every trace with a tool error) or with words (its errors that hold them).
+ERROR_QUALIFIER = "is:error"
+
+
+def search_qualified(text: str) -> tuple[str, bool]:
+    """The text of a search without its qualifier, and whether it asks for tool errors."""
+    words = text.split()
+    if not any(word.lower() == ERROR_QUALIFIER for word in words):
+        return text, False
+    return " ".join(word for word in words if word.lower() != ERROR_QUALIFIER), True
+
+
+def blocks_matching(*, text: str, errors_only: bool = False) -> QuerySet[Block]:
     """The blocks whose payload text holds `text`, among the kinds search reads
-    (traces/kinds.py: `searched`)."""
-    blocks = Block.objects.all()
+    (traces/kinds.py: `searched`); only tool errors when `errors_only`."""
+    blocks = Block.objects.filter(is_error=True) if errors_only else Block.objects.all()
     searched = kinds.searched_sub_types()
     if len(searched) < len(kinds.KINDS):  # every kind searched: no condition to plan
         blocks = blocks.filter(sub_type__in=searched)
@@ -54,13 +70,17 @@ def _unquoted(text: str) -> str:
 
 
 def traces_matching(*, traces: QuerySet[Trace], text: str) -> QuerySet[Trace]:
-    """The traces among `traces` with a block whose content matches `text`."""
+    """The traces among `traces` with a block whose content matches `text` (`is:error`
+    in it: with a tool error, holding the rest of the text if any)."""
+    text, errors_only = search_qualified(text.strip())
     text = _unquoted(text.strip())
+    if errors_only:
+        traces = traces.filter(tool_errors__gt=0)
     if not text:
         return traces
     if NUL in text:
         return traces.none()
-    hits = blocks_matching(text=text).values("trace_id")
+    hits = blocks_matching(text=text, errors_only=errors_only).values("trace_id")
     if connection.vendor != "postgresql":
         in_blocks = Q(pk__in=hits)
     else:
@@ -74,9 +94,98 @@ def traces_matching(*, traces: QuerySet[Trace], text: str) -> QuerySet[Trace]:
     # Labels and comments match too. They are few and short: the condition grows only
     # when one matches at all, so that a search that matches none keeps the plan above.
     notes = annotations_matching(text=text)
-    if notes.exists():
+    if not errors_only and notes.exists():
         return traces.filter(in_blocks | Exists(notes.filter(trace_id=OuterRef("pk"))))
     return traces.filter(in_blocks)
+
+
+# A hit's snippet: this many characters of the block's stored text, from a little before
+# the first word searched (the database cuts it: a huge block costs no transfer).
+SNIPPET_BEFORE = 50
+SNIPPET_CHARS = 220
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """Where a trace matches a search: its first matching block, and a piece of that
+    block's stored content (JSON text) around the first word searched."""
+
+    block_id: str
+    sub_type: str
+    piece: str
+    cut_before: bool  # the piece starts after the block's beginning
+    cut_after: bool  # and ends before its end
+
+
+def search_words(text: str) -> list[str]:
+    """The words a search looks for, as a snippet highlights them: a quoted phrase is
+    one; a qualifier is none."""
+    text = search_qualified(text.strip())[0].strip()
+    unquoted = _unquoted(text)
+    if not unquoted or NUL in unquoted:
+        return []
+    return [unquoted] if unquoted != text else unquoted.split()
+
+
+def _first_hits(*, trace_ids: list[str], text: str, errors_only: bool) -> dict[str, str]:
+    """The first block (by id, which is creation order) of each of these traces whose
+    content matches `text` (a tool error, when `errors_only`; any, when no text)."""
+    if not text:  # is:error alone: the few tool errors have an index of their own
+        hits = Block.objects.filter(trace_id__in=trace_ids, is_error=True)
+        return dict(
+            hits.values("trace_id").annotate(first=Min("id")).values_list("trace_id", "first")
+        )
+    hits = blocks_matching(text=text, errors_only=errors_only)
+    if connection.vendor != "postgresql":
+        rows = (
+            hits.filter(trace_id__in=trace_ids)
+            .values("trace_id")
+            .annotate(first=Min("id"))
+            .values_list("trace_id", "first")
+        )
+        return dict(rows)
+    # As traces_matching does: the GIN index's hits first (OFFSET 0 keeps them a subquery
+    # of their own), then these traces'.
+    sql, params = hits.values("trace_id", "id").query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT trace_id, min(id) FROM ({sql} OFFSET 0) hits "
+            "WHERE trace_id = ANY(%s) GROUP BY trace_id",
+            [*params, list(trace_ids)],
+        )
+        return dict(cursor.fetchall())
+
+
+def search_hits(*, trace_ids: list[str], text: str) -> dict[str, SearchHit]:
+    """For each of these traces (a page of a list), where it matches the search `text`:
+    bounded work per trace (one block, a piece of it cut by the database). A trace that
+    matches only by a label or comment has none."""
+    words = search_words(text)
+    rest, errors_only = search_qualified(text.strip())
+    if not trace_ids or not (words or errors_only) or NUL in text:
+        return {}
+    first = _first_hits(trace_ids=trace_ids, text=_unquoted(rest.strip()), errors_only=errors_only)
+    if not first:
+        return {}
+    at = StrIndex(Lower("payload"), Value(words[0].lower())) if words else Value(0)
+    start = Greatest(F("at") - SNIPPET_BEFORE, 1)
+    rows = (
+        Block.objects.filter(pk__in=first.values())
+        .annotate(at=at)
+        .annotate(start=start, size=Length("payload"))
+        .annotate(piece=Substr("payload", F("start"), SNIPPET_CHARS))
+        .values_list("trace_id", "id", "sub_type", "piece", "start", "size")
+    )
+    return {
+        trace_id: SearchHit(
+            block_id=block_id,
+            sub_type=sub_type,
+            piece=piece,
+            cut_before=start > 1,
+            cut_after=start - 1 + SNIPPET_CHARS < size,
+        )
+        for trace_id, block_id, sub_type, piece, start, size in rows
+    }
 
 
 def datasets_matching(*, datasets: QuerySet[Dataset], text: str) -> QuerySet[Dataset]:

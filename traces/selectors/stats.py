@@ -42,14 +42,16 @@ from django.db.models import (
     Q,
     QuerySet,
     Subquery,
+    Sum,
     TextField,
 )
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce, Floor
 
 from traces import jsontext
-from traces.models import Annotation, Block, Dataset, SubType, Trace
+from traces.models import TOTAL_TOKENS, Annotation, Block, Dataset, SubType, Trace
 from traces.rewards import SUCCESS, succeeded
+from traces.trials import TASK_KEYS
 
 PASS_K_MAX = 5
 MAX_KEYS = 200
@@ -147,6 +149,54 @@ def reward_summary(
         latest=Max("updated_at"),
     )
     return RewardSummary(**row)
+
+
+@dataclass(frozen=True)
+class UsageSummary:
+    """The usage figures of some traces (Trace.input_tokens, output_tokens, cost_usd,
+    duration_seconds): totals and means over the traces that have each, and how many
+    do."""
+
+    with_tokens: int
+    input_tokens: int | None
+    output_tokens: int | None
+    with_cost: int
+    cost: float | None
+    mean_cost: float | None
+    with_duration: int
+    duration: float | None
+    mean_duration: float | None
+
+    @property
+    def known(self) -> bool:
+        return bool(self.with_tokens or self.with_cost or self.with_duration)
+
+
+def usage_summary(*, traces: QuerySet[Trace]) -> UsageSummary:
+    """Totals and means of the usage figures of `traces`, in one query."""
+    tokens_known = Q(input_tokens__isnull=False) | Q(output_tokens__isnull=False)
+    row = traces.aggregate(
+        with_tokens=Count("id", filter=tokens_known),
+        input_tokens=Sum("input_tokens"),
+        output_tokens=Sum("output_tokens"),
+        with_cost=Count("cost_usd"),
+        cost=Sum("cost_usd"),
+        mean_cost=Avg("cost_usd"),
+        with_duration=Count("duration_seconds"),
+        duration=Sum("duration_seconds"),
+        mean_duration=Avg("duration_seconds"),
+    )
+    return UsageSummary(**row)
+
+
+def usage_columns(*, traces: QuerySet[Trace]) -> dict[str, bool]:
+    """Which usage figures any of `traces` has (the trace list shows only those columns):
+    each one walk of its sort index (traces/models.py)."""
+    return {
+        "tokens": traces.annotate(total=TOTAL_TOKENS).filter(total__isnull=False).exists(),
+        "cost": traces.filter(cost_usd__isnull=False).exists(),
+        "duration": traces.filter(duration_seconds__isnull=False).exists(),
+    }
 
 
 def datasets_with_stats(*, datasets: QuerySet[Dataset]) -> QuerySet[Dataset]:
@@ -340,9 +390,7 @@ def metadata_keys(*, traces: QuerySet[Trace]) -> list[str]:
         return [row[0] for row in cursor.fetchall()]
 
 
-GROUP_KEY_PREFERENCE = (
-    "task_id", "instance_id", "question_id", "task", "problem_id", "sample_id", "example_id",
-)  # fmt: skip
+GROUP_KEY_PREFERENCE = TASK_KEYS
 
 
 def default_group_key(keys: list[str]) -> str | None:
@@ -444,11 +492,54 @@ def _split_digits(text: str) -> list[str]:
     return out
 
 
+def group_sort_known(sort: str) -> bool:
+    """Whether `sort` names a column of the groups table ("-" before it: descending)."""
+    name = sort.removeprefix("-")
+    if name in ("value", "count", "mean"):
+        return True
+    for prefix in ("pass", "hat"):
+        if name.startswith(prefix) and name[len(prefix) :].isdigit():
+            return 1 <= int(name[len(prefix) :]) <= PASS_K_MAX
+    return False
+
+
+def _group_figure(group: Group, name: str) -> float | None:
+    if name == "count":
+        return group.count
+    if name == "mean":
+        return group.mean
+    figures = group.pass_at if name.startswith("pass") else group.pass_hat
+    k = int(name.removeprefix("pass").removeprefix("hat"))
+    return figures[k - 1] if k <= len(figures) else None
+
+
+def _sorted_groups(groups: list[Group], sort: str) -> list[Group]:
+    """The groups by value (digits as numbers), or by a figure, ties by value; the group
+    without the key, and groups without the figure, last either way."""
+    groups = sorted(groups, key=_sort_key)
+    name, descending = sort.removeprefix("-"), sort.startswith("-")
+    if name == "value":
+        keyed = [g for g in groups if not g.missing]
+        return (keyed[::-1] if descending else keyed) + [g for g in groups if g.missing]
+    known, rest = [], []
+    for group in groups:
+        has = not group.missing and _group_figure(group, name) is not None
+        (known if has else rest).append(group)
+    known.sort(key=lambda g: _group_figure(g, name), reverse=descending)  # stable: ties by value
+    return known + rest
+
+
 def rewards_by_key(
-    *, traces: QuerySet[Trace], key: str, k_max: int = PASS_K_MAX, limit: int = 200
+    *,
+    traces: QuerySet[Trace],
+    key: str,
+    k_max: int = PASS_K_MAX,
+    limit: int = 200,
+    sort: str = "value",
 ) -> GroupTable:
     """Rewards of `traces` grouped by the value of metadata[key]: count, mean reward,
-    successes and pass@k / pass^k for k = 1..min(k_max, most rewarded trials in a group).
+    successes and pass@k / pass^k for k = 1..min(k_max, most rewarded trials in a group),
+    the groups in the order `sort` names (group_sort_known), the first `limit` shown.
     One GROUP BY query; pass@k is computed from its counts."""
     sql, params = _metadata_value_sql(key)
     sql = f"substr({sql}, 1, {GROUP_VALUE_MAX_CHARS + 1})"
@@ -480,7 +571,7 @@ def rewards_by_key(
                 pass_hat=[pass_hat_k(n, c, k) for k in ks],
             )
         )
-    groups.sort(key=_sort_key)
+    groups = _sorted_groups(groups, sort if group_sort_known(sort) else "value")
     keyed = [g for g in groups if not g.missing]
     pass_at, pass_hat, counted = [], [], []
     for i, _ in enumerate(ks):

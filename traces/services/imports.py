@@ -15,6 +15,7 @@ import hashlib
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import Any, BinaryIO
 
 from django.conf import settings
@@ -36,11 +37,18 @@ from traces.ingest.blocks import blocks_to_drafts
 from traces.ingest.detect import detect
 from traces.ingest.drafts import BlockDraft, ConvertedTrace, problem, problem_from_error
 from traces.ingest.events import Emit, events_to_blocks
-from traces.ingest.failure import failure_step, mark_failure
+from traces.ingest.failure import (
+    FAILURE_LABEL,
+    FAILURE_LABEL_DESCRIPTION,
+    failure_comment,
+    failure_of,
+    failure_step,
+    mark_failure,
+)
 from traces.ingest.types import USAGE_COLUMNS, DatasetMetadata, FormatProblem, TraceDraft
-from traces.models import Block, Dataset, Image, Organization, Trace, TraceImage
+from traces.models import Annotation, Block, Dataset, Image, Label, Organization, Trace, TraceImage
 from traces.order import Placer
-from traces.services.annotations import trace_reward
+from traces.services.annotations import COMMENT_MAX, trace_reward
 from traces.services.datasets import (
     dataset_get_or_create,
     dataset_lock,
@@ -49,9 +57,12 @@ from traces.services.datasets import (
     dataset_name_check,
 )
 from traces.spool import RecordSpool, RowSpool
+from traces.trials import trace_task_trial
 from traces.validation import check_accuracy, check_rewards
 
 MAX_PROBLEMS = 1000
+# What a trace named by its file leaves out of the name (a SWE-agent run's `.traj`).
+FILE_EXTENSIONS = (".traj", ".json", ".jsonl")
 FLUSH_ROWS = 2000  # trace and link rows written at a time
 IMAGE_FLUSH_BYTES = 32 << 20  # image bytes written at a time
 
@@ -96,10 +107,20 @@ class _Spool:
     the table takes them, trace rows without their dataset and index (known only under
     the dataset's lock), images once each, and which trace was stored with which image."""
 
-    def __init__(self, *, hashes: set[str] | None = None, allow_duplicates: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        hashes: set[str] | None = None,
+        allow_duplicates: bool = False,
+        name_taken: Callable[[str], bool] = lambda name: False,
+    ) -> None:
         # The content hashes of the traces the dataset has, then of those spooled.
         self.hashes = hashes if hashes is not None else set()
         self.allow_duplicates = allow_duplicates
+        # Whether the dataset has a trace of that name; the names given to the traces that
+        # asked for a unique one (TraceDraft.unique_name) in this upload.
+        self.name_taken = name_taken
+        self.unique_names: set[str] = set()
         self.skipped: list[dict[str, Any]] = []  # where each duplicate left out was
         self.now = timezone.now()
         self.stamp = adapt_datetime(self.now)
@@ -112,6 +133,9 @@ class _Spool:
         # Tool errors (few): their block ids, and how many each trace has.
         self.error_blocks: list[str] = []
         self.trace_errors: dict[str, int] = {}
+        # Failure attributions (few): (trace id, its block id or None, comment) each, tagged
+        # with the dataset's failure label when written (traces/ingest/failure.py).
+        self.failures: list[tuple[str, str | None, str]] = []
 
     def close(self) -> None:
         for spool in (self.traces, self.blocks, self.images, self.links):
@@ -165,12 +189,18 @@ class _Spool:
                 del self.error_blocks[-errors:]
             return False
         self.hashes.add(content_hash)
+        name = self._unique(trace.name[:490]) if draft.unique_name and trace.name else trace.name
         metadata = draft.metadata
+        failure = failure_of(metadata)
+        if failure is not None:
+            block = failure.get("block") if isinstance(failure.get("block"), str) else None
+            self.failures.append((trace_id, block, failure_comment(failure, COMMENT_MAX)))
         metadata_text = jsontext.dumps(metadata)
+        task, trial = trace_task_trial(metadata=metadata)
         self.traces.add(
-            (trace_id, trace.name[:500], metadata_text,
+            (trace_id, name[:500], metadata_text,
              trace_reward(extra={}, metadata=metadata), trace.blocks, content_hash,
-             jsontext.dumps(trace.placer.counts), draft.usage.row()),
+             jsontext.dumps(trace.placer.counts), (*draft.usage.row(), task, trial)),
             len(metadata_text),
         )  # fmt: skip
         for sha, image in converted.images.items():
@@ -179,6 +209,30 @@ class _Spool:
                 self.images.add((sha, image.mime_type, image.data), len(image.data))
             self.links.add((trace_id, sha))
         return True
+
+    def _unique(self, base: str) -> str:
+        """`base`, or `base (2)`, `base (3)`... the first that neither the dataset nor this
+        upload's other unique-named traces have. The content hash is of `base`: the same
+        run imported again is still a duplicate."""
+        name, n = base, 1
+        while name in self.unique_names or self.name_taken(name):
+            n += 1
+            name = f"{base} ({n})"
+        self.unique_names.add(name)
+        return name
+
+    def _write_failures(self, dataset: Dataset) -> None:
+        """Each failure attribution as an annotation with the dataset's failure label."""
+        if not self.failures:
+            return
+        label, _ = Label.objects.get_or_create(
+            dataset=dataset, name=FAILURE_LABEL,
+            defaults={"description": FAILURE_LABEL_DESCRIPTION},
+        )  # fmt: skip
+        Annotation.objects.bulk_create(
+            Annotation(trace_id=trace_id, block_id=block_id, label=label, comment=comment)
+            for trace_id, block_id, comment in self.failures
+        )
 
     def _write_errors(self) -> None:
         """Block.is_error and Trace.tool_errors, written after the bulk rows (whose
@@ -200,14 +254,18 @@ class _Spool:
         org_id, dataset_id = dataset.organization_id, dataset.pk
         rows = (
             (trace_id, org_id, dataset_id, first_index + n, name, metadata, "{}", reward,
-             blocks, now, now, content_hash, counts, *usage)
-            for n, (trace_id, name, metadata, reward, blocks, content_hash, counts, usage)
+             blocks, now, now, content_hash, counts, *derived)
+            for n, (trace_id, name, metadata, reward, blocks, content_hash, counts, derived)
             in enumerate(self.traces)
         )  # fmt: skip
-        columns = (*TRACE_COLUMNS, "content_hash", *TRACE_COUNT_COLUMNS, *USAGE_COLUMNS)
+        # derived: the usage figures, then the task and trial (traces/trials.py)
+        columns = (
+            *TRACE_COLUMNS, "content_hash", *TRACE_COUNT_COLUMNS, *USAGE_COLUMNS, "task", "trial"
+        )  # fmt: skip
         _insert_in_chunks(Trace._meta.db_table, columns, rows)
         self.blocks.insert()
         self._write_errors()
+        self._write_failures(dataset)
         image_ids = self._write_images(dataset.organization_id)
         links = ((trace_id, image_ids[sha]) for trace_id, sha in self.links)
         _insert_in_chunks(TraceImage._meta.db_table, ("trace_id", "image_id"), links)
@@ -289,9 +347,9 @@ class _TraceState:
     then each block as made, before the failure's mark), how many blocks are spooled,
     and the failure step whose block is still to be marked."""
 
-    def __init__(self, draft: TraceDraft) -> None:
+    def __init__(self, draft: TraceDraft, file_name: str = "") -> None:
         self.id = ids.trace_id()
-        self.name = _trace_name(draft)
+        self.name = _trace_name(draft, file_name)
         self.metadata = draft.metadata
         self.blocks = 0
         self.failure_step = failure_step(draft.metadata)
@@ -329,9 +387,19 @@ def _insert_in_chunks(table: str, columns: tuple[str, ...], rows: Iterable[tuple
     insert_rows(table, columns, chunk)
 
 
-def _trace_name(draft: TraceDraft) -> str:
+def _trace_name(draft: TraceDraft, file_name: str = "") -> str:
+    """The draft's name; else its file's name without its folder and its JSON extensions,
+    where the format asks for it (`runs/foo__bar-12.traj` -> `foo__bar-12`); else
+    `metadata.name`."""
+    if draft.name:
+        return draft.name
+    if draft.name_from_file and file_name:
+        path = PurePath(file_name.replace("\\", "/"))
+        while path.suffix in FILE_EXTENSIONS and path.stem:
+            path = PurePath(path.stem)
+        return path.name
     metadata = draft.metadata
-    return draft.name or (metadata.get("name") if isinstance(metadata.get("name"), str) else "")
+    return metadata.get("name") if isinstance(metadata.get("name"), str) else ""
 
 
 def _unstorable(draft: TraceDraft) -> list[dict[str, Any]]:
@@ -419,7 +487,7 @@ def _import_trace(
         found = problem(draft.location, f"cannot be kept as JSON: {exc}")
         problems.add(_with_file(found, file_name))
 
-    trace = _TraceState(draft)
+    trace = _TraceState(draft, file_name)
 
     def emit(block: BlockDraft) -> None:
         if not problems.count:
@@ -496,6 +564,28 @@ def _import_file(
         problems.add(_with_file(problem({}, "the file holds no trace", rule="non_empty"), name))
 
 
+def _dataset_has_name(
+    *, organization: Organization, dataset_name: str, dataset: Dataset | None = None
+) -> Callable[[str], bool]:
+    """Whether the dataset (else the named one) has a trace of a name. Its names are read
+    in one query at the first question, asked only when a trace wants a unique name (a
+    SWE-agent run), so other imports never pay for it."""
+    traces = (
+        Trace.objects.filter(dataset=dataset)
+        if dataset is not None
+        else Trace.objects.filter(dataset__organization=organization, dataset__name=dataset_name)
+    )
+    names: set[str] | None = None
+
+    def taken(name: str) -> bool:
+        nonlocal names
+        if names is None:
+            names = set(traces.values_list("name", flat=True))
+        return name in names
+
+    return taken
+
+
 def _dataset_hashes(
     *, organization: Organization, dataset_name: str, dataset: Dataset | None = None
 ) -> set[str]:
@@ -561,6 +651,9 @@ def trace_import(
             organization=organization, dataset_name=dataset_name, dataset=dataset
         ),
         allow_duplicates=allow_duplicates,
+        name_taken=_dataset_has_name(
+            organization=organization, dataset_name=dataset_name, dataset=dataset
+        ),
     )
     try:
         for name, stream in files:

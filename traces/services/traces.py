@@ -9,6 +9,7 @@ from traces.errors import ValidationFailed
 from traces.models import Dataset, Organization, Trace
 from traces.services.annotations import trace_reward
 from traces.services.datasets import dataset_lock_next_index
+from traces.trials import trace_task_trial
 from traces.validation import check_rewards, merge_patch
 
 NAME_MAX = 500
@@ -34,6 +35,7 @@ def trace_create(
             f"name has at most {NAME_MAX} characters", {"field": "name", "rule": "max_length"}
         )
     check_no_nul(name, "name")
+    task, trial = trace_task_trial(metadata=metadata)
     with transaction.atomic():
         index = dataset_lock_next_index(dataset=dataset) if dataset is not None else 0
         trace = Trace.objects.create(
@@ -43,6 +45,8 @@ def trace_create(
             name=name,
             metadata=metadata,
             reward=trace_reward(extra={}, metadata=metadata),
+            task=task,
+            trial=trial,
         )
         if dataset is not None:
             dataset.save(update_fields=["updated_at"])
@@ -66,7 +70,8 @@ def trace_patch(
             changed.append("extra")
         if metadata is not None:
             locked.metadata = merge_patch(locked.metadata, _object(metadata, "metadata"))
-            changed.append("metadata")
+            locked.task, locked.trial = trace_task_trial(metadata=locked.metadata)
+            changed += ["metadata", "task", "trial"]
         if name is not None:
             if len(name) > NAME_MAX:
                 raise ValidationFailed(

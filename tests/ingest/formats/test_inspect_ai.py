@@ -6,8 +6,11 @@ from typing import Any
 import pytest
 
 from tests.ingest.formats.helpers import DATA, problems, read_real, sample_of, traces
-from traces.ingest.formats.inspect_ai import FORMAT, resolve, score_reward, with_missing_calls
+from traces.ingest.formats.inspect_ai import FORMAT, resolve, score_reward
 from traces.ingest.types import DatasetMetadata
+from traces.models import Block, Image, Trace
+from traces.selectors.exports import trace_events
+from traces.services.imports import trace_import
 
 FIXTURE, read, fixture = sample_of(FORMAT)
 
@@ -59,13 +62,29 @@ def test_events_are_otherwise_the_sample_messages_verbatim() -> None:
     assert found[0].events[0] == first[0]
 
 
-def test_trace_metadata_leaves_out_messages_events_attachments_and_output() -> None:
+def test_trace_metadata_keeps_every_sample_key_but_messages_as_written() -> None:
+    sample = fixture()["samples"][0]
     first = traces(read(FIXTURE.read_bytes()))[0]
-    assert not {"messages", "events", "attachments", "output", "store"} & first.metadata.keys()
+    assert "messages" not in first.metadata
+    for key in ("events", "attachments", "output", "store", "input", "model_usage"):
+        assert first.metadata[key] == sample[key]
     assert first.metadata["target"] == ["bike", "bicycle"]
     assert first.metadata["metadata"] == {"difficulty": "easy"}
     assert first.metadata["total_time"] == 2.5
     assert first.metadata["epoch"] == 1
+
+
+def test_a_sample_key_over_the_import_limit_is_left_out_and_named(settings) -> None:
+    settings.LIMIT_IMPORT_MESSAGE_BYTES = 4000
+    log = fixture()
+    events = [{"event": "model", "output": "x" * 5000}]
+    log["samples"][0]["events"] = events
+    first = traces(read(log))[0]
+    assert "events" not in first.metadata
+    assert first.metadata["left_out"] == {
+        "events": {"bytes": len(json.dumps(events, separators=(",", ":"))), "limit_bytes": 4000}
+    }
+    assert first.metadata["output"] == log["samples"][0]["output"]
 
 
 def test_dataset_metadata_has_task_model_and_reported_accuracy() -> None:
@@ -157,19 +176,36 @@ def test_real_file_gives_every_sample_with_its_first_score(name: str) -> None:
     ]
     for trace, sample in zip(found, original["samples"], strict=True):
         assert "attachment://" not in json.dumps(trace.events)
-        kept = [e for e in trace.events or [] if "synthesized" not in e]
-        assert len(kept) == len(sample["messages"])
+        assert len(trace.events) == len(sample["messages"])
         if not sample.get("attachments"):
-            assert kept == sample["messages"]
+            assert trace.events == sample["messages"]
 
 
-def test_it_gives_a_tool_output_without_its_call_a_marked_synthesized_call():
-    events = [
-        {"role": "user", "content": "go"},
-        {"role": "tool", "tool_call_id": "bash_1", "function": "bash", "content": "boom"},
-    ]
-    out = with_missing_calls(events)
-    assert out[0] == events[0] and out[2] == events[1]
-    assert out[1]["role"] == "assistant" and out[1]["synthesized"]
-    assert out[1]["tool_calls"] == [{"id": "bash_1", "function": "bash", "arguments": {}}]
-    assert with_missing_calls(out) == out
+def test_a_tool_output_without_its_call_is_kept_as_written_for_the_importer_to_refuse():
+    sample = {
+        "id": 1,
+        "epoch": 1,
+        "messages": [
+            {"role": "user", "content": "go"},
+            {"role": "tool", "tool_call_id": "bash_1", "function": "bash", "content": "boom"},
+        ],
+    }
+    [trace] = traces(read({"eval": {"task": "t"}, "samples": [sample]}))
+    assert trace.events == sample["messages"]  # no call made up for it
+
+
+def test_a_real_image_part_is_stored_as_an_image_and_exported_as_written(org) -> None:
+    path = DATA / "inspect-ai" / "log_images.json"
+    if not path.is_file():
+        pytest.skip(f"real benchmark data not available at {path}")
+    with path.open("rb") as handle:
+        trace_import(organization=org, dataset_name="d", files=[(path.name, handle)])
+    sample = json.loads(path.read_text())["samples"][0]
+    image_part = resolve(sample["messages"][1]["content"][1], sample["attachments"])
+    [image] = Image.objects.all()
+    assert image.mime_type == "image/png"
+    [user] = [b for b in Block.objects.filter(sub_type="MESSAGE") if b.payload["role"] == "user"]
+    part = user.payload["content"][1]
+    assert part["type"] == "image" and part["image"].startswith("data:image/png;base64,te-image:")
+    exported = trace_events(trace=Trace.objects.get())
+    assert exported[1]["content"][1] == image_part

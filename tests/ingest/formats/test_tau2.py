@@ -6,7 +6,7 @@ import json
 import pytest
 
 from tests.ingest.formats.helpers import DATA, read_real, sample_of, traces
-from traces.ingest.formats.common import compact, iter_top_level
+from traces.ingest.formats.common import iter_top_level
 from traces.ingest.formats.tau2 import FORMAT
 from traces.ingest.types import DatasetMetadata, FormatProblem, Sniff
 
@@ -104,12 +104,49 @@ def test_iter_top_level_builds_one_array_item_at_a_time() -> None:
     ]
 
 
-def test_compact_drops_long_strings_inside_objects_and_arrays() -> None:
-    long = "x" * 2001
-    assert compact({"a": long, "b": ["ok", long], "c": {"d": long, "e": 1}}) == {
-        "b": ["ok"],
-        "c": {"e": 1},
-    }
+def test_each_trace_keeps_its_task_definition_and_the_tasks_not_run_go_to_the_dataset():
+    original = json.loads(FIXTURE.read_text())
+    items = read(FIXTURE.read_bytes())
+    by_id = {t["id"]: t for t in original["tasks"]}
+    found = traces(items)
+    assert [t.metadata["task"] for t in found] == [
+        by_id[s["task_id"]] for s in original["simulations"]
+    ]
+    ran = {s["task_id"] for s in original["simulations"]}
+    not_run = [t for t in original["tasks"] if t["id"] not in ran]
+    dataset = [i.metadata for i in items if isinstance(i, DatasetMetadata)]
+    assert [m["tasks"] for m in dataset if "tasks" in m] == ([not_run] if not_run else [])
+
+
+def test_tasks_written_after_the_simulations_are_kept_in_the_dataset_metadata():
+    original = json.loads(FIXTURE.read_text())
+    reordered = {k: original[k] for k in ("timestamp", "info", "simulations", "tasks")}
+    items = read(json.dumps(reordered).encode())
+    assert all("task" not in t.metadata for t in traces(items))
+    last = items[-1]
+    assert isinstance(last, DatasetMetadata) and last.metadata == {"tasks": original["tasks"]}
+
+
+@pytest.mark.slow  # real tau2-bench files
+@pytest.mark.parametrize(
+    "name",
+    [
+        "tau2-bench-fork/airline_grok-3-mini.json",
+        "tau2-bench/gpt-4.1_telecom_no-user_4trials_5tasks.json",
+    ],
+)
+def test_every_task_of_a_real_file_is_kept_once_ran_or_not(name: str) -> None:
+    original, items = read_real(FORMAT, DATA / name)
+    in_traces = {t.metadata["task"]["id"] for t in traces(items)}
+    in_dataset = [
+        t["id"]
+        for i in items
+        if isinstance(i, DatasetMetadata)
+        for t in i.metadata.get("tasks", [])
+    ]
+    assert in_traces == {s["task_id"] for s in original["simulations"]}
+    assert sorted(in_traces | set(in_dataset)) == sorted(t["id"] for t in original["tasks"])
+    assert not in_traces & set(in_dataset)
 
 
 # Real tau2-bench outputs: (simulations, sum of rewards) counted by hand.

@@ -11,9 +11,12 @@ from tests.ingest.formats.helpers import (
     read_real,
     sample_of,
 )
+from traces.ingest.failure import failure_comment
 from traces.ingest.formats.who_and_when import FORMAT
 from traces.ingest.types import DatasetMetadata, FormatProblem, Sniff
-from traces.models import Block, Trace
+from traces.models import Annotation, Block, Label, Trace
+from traces.selectors.exports import dataset_export_lines
+from traces.selectors.trace_filters import TraceFilter, traces_filtered
 from traces.services.imports import trace_import
 
 FIXTURE, read, fixture = sample_of(FORMAT)
@@ -68,11 +71,11 @@ def test_metadata_has_the_failure_labels_task_id_and_a_zero_reward() -> None:
     ]
 
 
-def test_is_correct_is_the_reward_and_system_prompts_become_agent_names() -> None:
+def test_is_correct_is_the_reward_and_system_prompts_are_kept_with_agent_names() -> None:
     meta = only_trace(read(ALGORITHM_GENERATED)).metadata
     assert meta["reward"] == 0
     assert meta["agents"] == ["Excel_Expert", "Computer_terminal"]
-    assert "system_prompt" not in meta
+    assert meta["system_prompt"] == ALGORITHM_GENERATED["system_prompt"]
     assert only_trace(read({**ALGORITHM_GENERATED, "is_correct": True})).metadata["reward"] == 1
 
 
@@ -142,3 +145,74 @@ def test_a_step_outside_the_history_keeps_the_failure_without_a_block(org) -> No
     }
     trace_import(organization=org, dataset_name="d", files=[as_file(json.dumps(log))])
     assert Trace.objects.get().metadata["failure"] == {"agent": "A", "step": 7}
+
+
+def import_real(org, name: str, dataset_name: str = "d") -> dict:
+    path = DATA / "who-and-when" / name
+    if not path.exists():
+        pytest.skip(f"real benchmark data not available at {path}")
+    with path.open("rb") as handle:
+        trace_import(organization=org, dataset_name=dataset_name, files=[(path.name, handle)])
+    return json.loads(path.read_bytes())
+
+
+def test_the_failure_is_tagged_mistake_on_its_block_with_agent_and_reason(org) -> None:
+    original = import_real(org, "hand-crafted-1.json")
+    trace = Trace.objects.get()
+    [label] = Label.objects.filter(dataset=trace.dataset)
+    assert label.name == "mistake" and "mistake_agent" in label.description
+    [tag] = Annotation.objects.all()
+    assert (tag.trace_id, tag.block_id, tag.label_id) == (
+        trace.id, trace.metadata["failure"]["block"], label.id
+    )  # fmt: skip
+    assert tag.comment == f"WebSurfer: {original['mistake_reason']}"
+
+
+def test_the_dataset_page_filter_search_and_export_find_the_failure(org) -> None:
+    import_real(org, "hand-crafted-1.json")
+    import_real(org, "algorithm-generated-1.json")
+    tagged = Trace.objects.get(metadata__contains='"WebSurfer"')
+    dataset = tagged.dataset
+    assert Label.objects.filter(dataset=dataset).count() == 1  # one vocabulary word, reused
+    every = Trace.objects.filter(dataset=dataset)
+    labelled = traces_filtered(traces=every, filters=TraceFilter(label="mistake"))
+    assert labelled.count() == 2
+    found = traces_filtered(traces=every, filters=TraceFilter(text="irrelevant website"))
+    assert list(found) == [tagged]
+    lines = [json.loads(line) for line in dataset_export_lines(dataset=dataset)]
+    [exported] = [
+        line for line in lines[1:] if line["metadata"].get("mistake_agent") == "WebSurfer"
+    ]
+    [note] = exported["annotations"]
+    assert note["label"] == "mistake" and note["block_id"] == tagged.metadata["failure"]["block"]
+
+
+def test_a_dataset_label_named_mistake_is_used_and_a_skipped_duplicate_adds_no_tag(org) -> None:
+    import_real(org, "algorithm-generated-1.json")
+    dataset = Trace.objects.get().dataset
+    import_real(org, "algorithm-generated-1.json")  # the same log again: skipped
+    assert Trace.objects.count() == 1
+    assert Annotation.objects.count() == 1
+    assert Label.objects.filter(dataset=dataset).count() == 1
+
+
+def test_a_failure_step_outside_the_history_tags_the_trace(org) -> None:
+    log = {"question": "q", "history": [{"role": "user", "content": "q"}],
+           "mistake_agent": "A", "mistake_step": "7", "mistake_reason": "r"}  # fmt: skip
+    trace_import(organization=org, dataset_name="d", files=[as_file(json.dumps(log))])
+    [tag] = Annotation.objects.all()
+    assert (tag.block_id, tag.label.name, tag.comment) == (None, "mistake", "A: r")
+
+
+def test_a_reason_longer_than_a_comment_is_named_not_cut() -> None:
+    comment = failure_comment({"agent": "A", "reason": "x" * 50}, most=20)
+    assert comment == "A: the reason (50 characters) is in the trace's metadata, failure.reason"
+    assert failure_comment({"reason": "why"}, most=20) == "why"
+
+
+def test_a_question_names_the_trace_uncut_on_one_line(org) -> None:
+    question = "Which street addresses\nare even? " + "word " * 60
+    log = {**ALGORITHM_GENERATED, "question": question}
+    trace_import(organization=org, dataset_name="d", files=[as_file(json.dumps(log))])
+    assert Trace.objects.get().name == " ".join(question.split())
+    assert len(" ".join(question.split())) > 300

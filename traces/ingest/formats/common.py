@@ -6,10 +6,21 @@ from typing import Any, BinaryIO
 
 import ijson
 import orjson
+from django.conf import settings
 
-from traces.ingest.types import PARSE_BUFFER, DatasetMetadata, FormatProblem, Item, TraceDraft
+from traces import jsontext
+from traces.ingest.types import (
+    PARSE_BUFFER,
+    Adapter,
+    DatasetMetadata,
+    FormatProblem,
+    Item,
+    TraceDraft,
+    Usage,
+)
 
-BIG_STRING = 2000  # characters: longer strings are left out of metadata
+# Where a value a format keeps in metadata is too large to keep, it says so under this key.
+LEFT_OUT = "left_out"
 
 
 def as_object(value: Any) -> dict[str, Any]:
@@ -18,7 +29,7 @@ def as_object(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-class WholeJsonFile:
+class WholeJsonFile(Adapter):
     """A format whose file is one JSON document of one run, read whole: `read_value`
     turns the document into what the file yields."""
 
@@ -34,27 +45,41 @@ class WholeJsonFile:
         raise NotImplementedError
 
 
-def compact(value: Any, limit: int = BIG_STRING) -> Any:
-    """`value` without the strings longer than `limit` inside its objects and arrays."""
+def kept(values: dict[str, Any]) -> dict[str, Any]:
+    """Metadata made of `values` as written, each whole (never cut, DESIGN.md "imports
+    keep real logs whole"), except a value whose size (spec/004's: UTF-8 bytes of a
+    string, else of its compact JSON) is over the import limit for one message
+    (LIMIT_IMPORT_MESSAGE_BYTES): it is left out, and `left_out`
+    says which key and how many bytes it had, so that nothing is dropped silently and a
+    trace's metadata stays a size a page can read (an Inspect sample's `events`
+    transcript can be many megabytes)."""
+    limit = settings.LIMIT_IMPORT_MESSAGE_BYTES
+    out: dict[str, Any] = {}
+    left_out: dict[str, Any] = {}
+    for key, value in values.items():
+        try:
+            size = jsontext.byte_size(value) if isinstance(value, str | dict | list) else 0
+        except TypeError:  # what JSON cannot keep: the importer reports it
+            size = 0
+        if size > limit:
+            left_out[key] = {"bytes": size, "limit_bytes": limit}
+        else:
+            out[key] = value
+    if left_out:
+        out[LEFT_OUT] = {**as_object(out.get(LEFT_OUT)), **left_out}
+    return out
 
-    def small(v: Any) -> bool:
-        return not (isinstance(v, str) and len(v) > limit)
 
-    if isinstance(value, dict):
-        return {k: compact(v, limit) for k, v in value.items() if small(v)}
-    if isinstance(value, list):
-        return [compact(v, limit) for v in value if small(v)]
-    return value
-
-
-def iter_top_level(stream: BinaryIO, big: str) -> Iterator[tuple[str, Any]]:
+def iter_top_level(stream: BinaryIO, big: str | tuple[str, ...]) -> Iterator[tuple[str, Any]]:
     """One pass over a JSON object: `(key, value)` for each top-level key, except that an
-    array under `big` gives `(f"{big}.item", item)` for each item, built one at a time."""
+    array under `big` (a key, or several) gives `(f"{key}.item", item)` for each item,
+    built one at a time."""
+    bigs = (big,) if isinstance(big, str) else big
     builder = ijson.ObjectBuilder()
     unit: str | None = None
     for prefix, event, value in ijson.parse(stream, use_float=True, buf_size=PARSE_BUFFER):
         if unit is None:
-            if prefix == "" or (prefix == big and event in ("start_array", "end_array")):
+            if prefix == "" or (prefix in bigs and event in ("start_array", "end_array")):
                 continue
             unit, builder = prefix, ijson.ObjectBuilder()
         builder.event(event, value)
@@ -69,6 +94,19 @@ def total(values: Iterable[Any]) -> float | int | None:
     None where there is none: a usage figure summed over models or turns."""
     found = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
     return sum(found) if found else None
+
+
+def model_stats_usage(info: dict[str, Any]) -> Usage:
+    """The usage figures of a SWE-agent or mini-swe-agent run: its `info.model_stats`,
+    this instance's cost (`instance_cost`; SWE-agent's `total_cost` is the whole batch's)
+    and tokens (SWE-agent's `tokens_sent`/`tokens_received`; mini-swe-agent counts no
+    tokens, some of its forks write `input_tokens`/`output_tokens`)."""
+    stats = as_object(info.get("model_stats"))
+    return Usage.of(
+        input_tokens=stats.get("tokens_sent", stats.get("input_tokens")),
+        output_tokens=stats.get("tokens_received", stats.get("output_tokens")),
+        cost_usd=stats.get("instance_cost"),
+    )
 
 
 def number(value: Any) -> float | int | None:

@@ -12,18 +12,21 @@ from typing import Any, BinaryIO
 
 from traces.ingest.formats.common import (
     as_object,
-    compact,
+    kept,
     number,
     read_runs,
     run_trace,
     total,
 )
-from traces.ingest.types import FormatProblem, Item, Sniff, TraceDraft, Usage
+from traces.ingest.types import Adapter, FormatProblem, Item, Sniff, TraceDraft, Usage
 
 ATTACHMENT = "attachment://"
 _REF = re.compile(r"attachment://([0-9a-f]{32})")
-# Sample fields that are the run itself or too big for metadata.
-LEFT_OUT = {"messages", "events", "transcript", "attachments", "store", "output"}
+# The sample's field that becomes the blocks; every other one is kept in the trace's
+# metadata as written (`output`, `store`, the `events` transcript, `attachments` with
+# which the `attachment://` references of `input` and `events` resolve), each whole or,
+# past the import limit, named in `left_out` with its size (common.kept).
+RUN = "messages"
 # Inspect's letter scores (CORRECT, INCORRECT, PARTIAL, NOANSWER) as numbers.
 LETTERS = {"C": 1, "I": 0, "P": 0.5, "N": 0}
 
@@ -41,33 +44,6 @@ def resolve(value: Any, attachments: dict[str, Any]) -> Any:
     if isinstance(value, list):
         return [resolve(v, attachments) for v in value]
     return value
-
-
-SYNTHESIZED = "inspect log has this tool output but not the call that asked for it"
-
-
-def with_missing_calls(events: list[Any]) -> list[Any]:
-    """Events where every tool output answers a call: some logs (e.g. of tool errors) keep
-    outputs whose assistant turn is gone, and an output must hang under a call. Before such
-    an output stands an assistant event, marked `synthesized`, with the call it names."""
-    seen: set[Any] = set()
-    out: list[Any] = []
-    for event in events:
-        if isinstance(event, dict):
-            for call in event.get("tool_calls") or []:
-                if isinstance(call, dict):
-                    seen.add(call.get("id"))
-            call_id = event.get("tool_call_id")
-            if event.get("role") == "tool" and isinstance(call_id, str) and call_id not in seen:
-                name = event.get("function") if isinstance(event.get("function"), str) else None
-                call = {"id": call_id, "function": name or "unknown_tool", "arguments": {}}
-                out.append(
-                    {"role": "assistant", "content": None, "tool_calls": [call],
-                     "synthesized": SYNTHESIZED}
-                )  # fmt: skip
-                seen.add(call_id)
-        out.append(event)
-    return out
 
 
 def score_reward(value: Any) -> float | int | None:
@@ -100,7 +76,7 @@ def run_facts(top: dict[str, Any]) -> dict[str, Any]:
     accuracy = number(as_object(as_object(first.get("metrics")).get("accuracy")).get("value"))
     if accuracy is not None:
         facts["accuracy"] = accuracy
-    return compact({k: v for k, v in facts.items() if v is not None})
+    return kept({k: v for k, v in facts.items() if v is not None})
 
 
 def sample_usage(sample: dict[str, Any]) -> Usage:
@@ -127,8 +103,11 @@ def sample_trace(
         return FormatProblem("a sample must be a JSON object", where)
     if not isinstance(sample.get("messages"), list):
         return FormatProblem("a sample needs a `messages` array", {**where, "field": "messages"})
-    events = with_missing_calls(resolve(sample["messages"], as_object(sample.get("attachments"))))
-    metadata = compact({k: v for k, v in sample.items() if k not in LEFT_OUT})
+    # A tool output whose call the sample does not have (Inspect's own test logs keep
+    # outputs without their assistant turn) is refused with its place, as DESIGN.md
+    # says of an unknown call id: no call is made up for it.
+    events = resolve(sample["messages"], as_object(sample.get("attachments")))
+    metadata = kept({k: v for k, v in sample.items() if k != RUN})
     scores = sample.get("scores")
     if not isinstance(scores, dict) and isinstance(sample.get("score"), dict):
         scores = {"score": sample["score"]}  # logs before scores were per scorer
@@ -154,10 +133,7 @@ def sample_trace(
     return draft
 
 
-class InspectAI:
-    name = "inspect-ai"
-    recognised_by = "an object with `eval` and `samples` (Inspect JSON log)"
-
+class InspectAI(Adapter):
     def detect(self, sniff: Sniff) -> bool:
         return sniff.first_char == "{" and {"eval", "samples"} <= sniff.top_keys
 
@@ -183,4 +159,7 @@ class InspectAI:
         )
 
 
-FORMAT = InspectAI()
+FORMAT = InspectAI(
+    name="inspect-ai",
+    recognised_by="an object with `eval` and `samples` (Inspect JSON log)",
+)

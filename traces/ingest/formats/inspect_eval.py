@@ -22,7 +22,7 @@ import zstandard
 from django.conf import settings
 
 from traces.ingest.formats.inspect_ai import run_facts, sample_trace
-from traces.ingest.types import DatasetMetadata, FormatProblem, Item, Sniff
+from traces.ingest.types import Adapter, DatasetMetadata, FormatProblem, Item, Sniff
 
 ZIP_ZSTANDARD = 93
 HEADER = "header.json"
@@ -76,12 +76,7 @@ def _json_member(archive: zipfile.ZipFile, name: str) -> Any:
     return orjson.loads(read_member(archive, name))
 
 
-class InspectEval:
-    name = "inspect-eval"
-    recognised_by = (
-        "a zip with header.json or _journal/start.json and samples/*.json (Inspect .eval log)"
-    )
-
+class InspectEval(Adapter):
     def detect(self, sniff: Sniff) -> bool:
         names = sniff.zip_names
         return names is not None and bool({HEADER, START} & names)
@@ -118,4 +113,9 @@ class InspectEval:
             draft = None
 
 
-FORMAT = InspectEval()
+FORMAT = InspectEval(
+    name="inspect-eval",
+    recognised_by=(
+        "a zip with header.json or _journal/start.json and samples/*.json (Inspect .eval log)"
+    ),
+)

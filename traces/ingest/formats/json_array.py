@@ -13,7 +13,7 @@ import ijson
 from traces import jsontext
 from traces.ingest.lines import READ_MAX, Paced
 from traces.ingest.traces_in import trace_from_value
-from traces.ingest.types import FormatProblem, Item, Sniff, TraceDraft, known_formats
+from traces.ingest.types import Adapter, FormatProblem, Item, Sniff, TraceDraft, known_formats
 
 
 def _is_single_trace(first: Any) -> bool:
@@ -72,13 +72,7 @@ def _single_trace(first: Any, items: Iterator[Any]) -> TraceDraft | FormatProble
     return trace
 
 
-class JsonArray:
-    name = "json-array"
-    recognised_by = (
-        "a JSON array: one chat trace (events with `role`), a spec/004 block array "
-        "(items with `sub_type`), or an array of traces"
-    )
-
+class JsonArray(Adapter):
     def detect(self, sniff: Sniff) -> bool:
         return sniff.first_char == "[" and not sniff.multiple
 
@@ -105,4 +99,8 @@ class JsonArray:
             yield FormatProblem(f"invalid JSON: {_message(exc)}", {}, rule="json")
 
 
-FORMAT = JsonArray()
+FORMAT = JsonArray(
+    name="json-array",
+    recognised_by="a JSON array: one chat trace (events with `role`), a spec/004 block array "
+    "(items with `sub_type`), or an array of traces",
+)

@@ -14,7 +14,7 @@ import ijson
 from traces.ingest.formats import jsonl
 from traces.ingest.lines import line_end, more_after
 from traces.ingest.traces_in import trace_from_value
-from traces.ingest.types import PARSE_BUFFER, DatasetMetadata, FormatProblem, Item, Sniff
+from traces.ingest.types import PARSE_BUFFER, Adapter, DatasetMetadata, FormatProblem, Item, Sniff
 
 
 def _one_line(stream: BinaryIO) -> bool:
@@ -30,13 +30,7 @@ def _one_line(stream: BinaryIO) -> bool:
         stream.seek(0)
 
 
-class JsonObject:
-    name = "trace-object"
-    recognised_by = (
-        "one JSON object (on one line or pretty-printed) with a `messages` or `blocks` "
-        "array; other keys go to the trace's metadata"
-    )
-
+class JsonObject(Adapter):
     def detect(self, sniff: Sniff) -> bool:
         return (
             sniff.first_char == "{"
@@ -67,4 +61,8 @@ class JsonObject:
         yield trace_from_value(value, where)
 
 
-FORMAT = JsonObject()
+FORMAT = JsonObject(
+    name="trace-object",
+    recognised_by="one JSON object (on one line or pretty-printed) with a `messages` or `blocks` "
+    "array; other keys go to the trace's metadata",
+)

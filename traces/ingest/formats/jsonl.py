@@ -10,7 +10,7 @@ from traces import jsontext
 from traces.ingest import streamed
 from traces.ingest.lines import Bounded, line_end
 from traces.ingest.traces_in import trace_from_value
-from traces.ingest.types import DatasetMetadata, FormatProblem, Item, Sniff
+from traces.ingest.types import Adapter, DatasetMetadata, FormatProblem, Item, Sniff
 
 # Lines this long are read as they stream (traces/ingest/streamed.py), never held whole:
 # the Python objects of a trace of small events cost 10-30x its text.
@@ -105,13 +105,7 @@ def _lines(stream: BinaryIO) -> Iterator[tuple[int, Any, dict[str, Any]]]:
         value = None
 
 
-class JsonLines:
-    name = "jsonl"
-    recognised_by = (
-        "JSON Lines: one trace a line (an event array, a block array or a trace object); "
-        'a first line `{"metadata": {...}}` alone is the dataset\'s (Invariant)'
-    )
-
+class JsonLines(Adapter):
     def detect(self, sniff: Sniff) -> bool:
         # Detection parsed the file: more than one top-level value. One value, even a
         # one-line one, is read by its own format (json_object, json_array...).
@@ -149,4 +143,8 @@ class JsonLines:
             trace_index += 1
 
 
-FORMAT = JsonLines()
+FORMAT = JsonLines(
+    name="jsonl",
+    recognised_by="JSON Lines: one trace a line (an event array, a block array or a trace object); "
+    'a first line `{"metadata": {...}}` alone is the dataset\'s (Invariant)',
+)

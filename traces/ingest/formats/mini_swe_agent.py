@@ -10,8 +10,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from traces.ingest.formats.common import WholeJsonFile, as_object
-from traces.ingest.types import DatasetMetadata, FormatProblem, Item, Sniff, TraceDraft, Usage
+from traces.ingest.formats.common import WholeJsonFile, model_stats_usage
+from traces.ingest.types import DatasetMetadata, FormatProblem, Item, Sniff, TraceDraft
 
 _COMMAND = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```", re.DOTALL)
 OUTPUT_START = "<returncode>"
@@ -52,11 +52,6 @@ def split_commands(events: list[Any]) -> list[Any]:
 
 
 class MiniSweAgent(WholeJsonFile):
-    name = "mini-swe-agent"
-    recognised_by = (
-        "an object with `messages`, `info` and `trajectory_format` (mini-swe-agent *.traj.json)"
-    )
-
     def detect(self, sniff: Sniff) -> bool:
         return (
             sniff.first_char == "{"
@@ -83,15 +78,13 @@ class MiniSweAgent(WholeJsonFile):
         run = {"agent": "mini-swe-agent", "model": model, "version": info.get("mini_version")}
         yield DatasetMetadata({k: v for k, v in run.items() if v})
         events = split_commands(data["messages"])
-        # mini-swe-agent counts the run's cost (`model_stats.instance_cost`); some of its
-        # forks count tokens there too.
-        stats = as_object(info.get("model_stats"))
-        usage = Usage.of(
-            input_tokens=stats.get("input_tokens"),
-            output_tokens=stats.get("output_tokens"),
-            cost_usd=stats.get("instance_cost"),
-        )
+        usage = model_stats_usage(info)
         yield TraceDraft(location=where, events=events, metadata=metadata, name=name, usage=usage)
 
 
-FORMAT = MiniSweAgent()
+FORMAT = MiniSweAgent(
+    name="mini-swe-agent",
+    recognised_by=(
+        "an object with `messages`, `info` and `trajectory_format` (mini-swe-agent *.traj.json)"
+    ),
+)

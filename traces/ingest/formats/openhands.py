@@ -114,11 +114,6 @@ def usage(stream: list[Any]) -> Usage:
 
 
 class OpenHands(WholeJsonFile):
-    name = "openhands"
-    recognised_by = (
-        "a JSON array of events with `source` and `action` or `observation` (OpenHands trajectory)"
-    )
-
     def detect(self, sniff: Sniff) -> bool:
         keys = sniff.item_keys
         return (
@@ -138,4 +133,9 @@ class OpenHands(WholeJsonFile):
         )
 
 
-FORMAT = OpenHands()
+FORMAT = OpenHands(
+    name="openhands",
+    recognised_by=(
+        "a JSON array of events with `source` and `action` or `observation` (OpenHands trajectory)"
+    ),
+)

@@ -8,38 +8,27 @@ chat is taken from the last trajectory step's `messages`, else built from the st
 No reward.
 """
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Any, BinaryIO
 
+import ijson
 import orjson
 
-from traces.ingest.formats.common import BIG_STRING, WholeJsonFile, as_object, compact
-from traces.ingest.types import DatasetMetadata, FormatProblem, Item, Sniff, TraceDraft, Usage
+from traces.ingest.formats.common import as_object, iter_top_level, kept, model_stats_usage
+from traces.ingest.types import Adapter, DatasetMetadata, FormatProblem, Item, Sniff, TraceDraft
+from traces.spool import anonymous_file
 
 
-def _events_from_trajectory(steps: list[Any]) -> list[Any] | None:
-    if steps and isinstance(steps[-1], dict) and isinstance(steps[-1].get("messages"), list):
-        return steps[-1]["messages"] or None
-    events: list[Any] = []
-    for step in steps:
-        if not isinstance(step, dict):
-            return None
-        said = step.get("response") or step.get("thought") or ""
-        events.append({"role": "assistant", "content": said, "action": step.get("action")})
-        events.append({"role": "user", "content": step.get("observation")})
-    return events or None
-
-
-def split_actions(events: list[Any]) -> list[Any]:
+def split_actions(events: Iterable[Any]) -> Iterator[Any]:
     """Old SWE-agent (before function calling) writes the command in the assistant turn's
     `action` and its output as the next `user` message: each becomes a tool call (named by
     the command's first word, `{"command": action}`) and its result, so the run reads in
-    the ACT and OBSERVE lanes. The event keeps every key; the role it had is noted."""
-    out: list[Any] = []
+    the ACT and OBSERVE lanes. The event keeps every key; the role it had is noted. One
+    event at a time."""
     pending: str | None = None
     for n, event in enumerate(events):
         if not isinstance(event, dict):
-            out.append(event)
+            yield event
             pending = None
             continue
         action = event.get("action")
@@ -55,14 +44,13 @@ def split_actions(events: list[Any]) -> list[Any]:
                 "type": "function",
                 "function": {"name": action.split()[0], "arguments": {"command": action}},
             }
-            out.append({**event, "tool_calls": [call]})
+            yield {**event, "tool_calls": [call]}
             continue
         if pending is not None and event.get("role") == "user":
-            out.append({**event, "role": "tool", "tool_call_id": pending, "written_role": "user"})
+            yield {**event, "role": "tool", "tool_call_id": pending, "written_role": "user"}
         else:
-            out.append(event)
+            yield event
         pending = None
-    return out
 
 
 def _replay_config(data: dict[str, Any]) -> dict[str, Any]:
@@ -76,18 +64,21 @@ def _replay_config(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _metadata(data: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
-    info = as_object(data.get("info"))
-    info = {k: v for k, v in info.items() if not k.startswith("edited_files")}
-    metadata: dict[str, Any] = compact(info)
-    if isinstance(info.get("submission"), str):
-        metadata["submission"] = info["submission"][:BIG_STRING]
-    if isinstance(data.get("environment"), str):
-        metadata["environment"] = data["environment"]
+    # `info` whole: exit status, submission (the patch), model_stats, edited_files30/50/70
+    # (the edited files around each change).
+    metadata: dict[str, Any] = kept(as_object(data.get("info")))
+    # Every other top-level key as written: `environment`, `replay_config` (the run's
+    # configuration, a JSON string in some versions)...
+    metadata.update(
+        kept({k: v for k, v in data.items() if k not in ("history", "trajectory", "info")})
+    )
     if isinstance(data.get("trajectory"), list):
         metadata["steps"] = len(data["trajectory"])
+        if any(data["trajectory"]):
+            metadata.update(kept({"trajectory_steps": data["trajectory"]}))
     problem = {k: v for k, v in as_object(config.get("problem_statement")).items() if k != "text"}
     if problem:
-        metadata["problem_statement"] = compact(problem)
+        metadata.update(kept({"problem_statement": problem}))
     if problem.get("id") is not None:
         metadata["task_id"] = problem["id"]
     model = as_object(as_object(config.get("agent")).get("model")).get("name")
@@ -96,13 +87,43 @@ def _metadata(data: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
     return metadata
 
 
-class SweAgent(WholeJsonFile):
-    name = "swe-agent"
-    recognised_by = (
-        "an object with `history` and/or `trajectory` beside `info`, `environment` or "
-        "`replay_config` (SWE-agent .traj, old and function-calling)"
-    )
+# The keys of a trajectory step that the blocks hold already (the chat of the step, the
+# prompt it sent): the rest of each step (state, execution_time...) is kept in metadata.
+STEP_CHAT = ("thought", "action", "observation", "response", "query", "messages")
 
+
+class _Events:
+    """Events kept on disk, one JSON line each, while the rest of the file is read: a
+    .traj writes `info` after `history`, and the trace's metadata must be whole before its
+    first block is made. Read back one at a time."""
+
+    def __init__(self) -> None:
+        self.file = anonymous_file()
+        self.count = 0
+
+    def add(self, event: Any) -> None:
+        self.file.write(orjson.dumps(event) + b"\n")
+        self.count += 1
+
+    def __iter__(self) -> Iterator[Any]:
+        self.file.seek(0)
+        for line in self.file:
+            yield orjson.loads(line)
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def _step_events(step: dict[str, Any]) -> list[Any]:
+    """A step as the chat it was, for a file whose steps are all it has."""
+    said = step.get("response") or step.get("thought") or ""
+    return [
+        {"role": "assistant", "content": said, "action": step.get("action")},
+        {"role": "user", "content": step.get("observation")},
+    ]
+
+
+class SweAgent(Adapter):
     def detect(self, sniff: Sniff) -> bool:
         keys = sniff.top_keys
         if sniff.first_char != "{" or not ({"trajectory", "history"} & keys):
@@ -110,35 +131,76 @@ class SweAgent(WholeJsonFile):
         # `history` alone: SWE-agent's own demonstrations; Who&When logs ask a `question`.
         return not ({"question", "mistake_agent", "messages"} & keys)
 
-    def read_value(self, data: Any) -> Iterator[Item]:
+    def read(self, stream: BinaryIO) -> Iterator[Item]:
+        """One pass over the file, a history message or a trajectory step at a time (a
+        .traj of a long run is mostly its steps' prompts, `query`): the history, and the
+        steps as chat (used when the history is empty), wait on disk."""
+        history, from_steps = _Events(), _Events()
+        try:
+            yield from self._read(stream, history, from_steps)
+        finally:
+            history.close()
+            from_steps.close()
+
+    def _read(self, stream: BinaryIO, history: _Events, from_steps: _Events) -> Iterator[Item]:
         where = {"trace": 0}
-        if not isinstance(data, dict):
-            yield FormatProblem("a .traj file must hold a JSON object", where)
+        data: dict[str, Any] = {}
+        steps: list[Any] = []  # each step without its chat
+        last_messages: Any = None  # the last step's `messages`
+        steps_are_objects = True
+        try:
+            for key, value in iter_top_level(stream, ("history", "trajectory")):
+                if key == "history.item":
+                    history.add(value)
+                elif key == "trajectory.item":
+                    step = as_object(value)
+                    steps_are_objects = steps_are_objects and isinstance(value, dict)
+                    last_messages = step.get("messages")
+                    for event in _step_events(step):
+                        from_steps.add(event)
+                    steps.append({k: v for k, v in step.items() if k not in STEP_CHAT})
+                else:
+                    data[key] = value
+                value = step = None
+        except ijson.JSONError as exc:
+            yield FormatProblem(f"invalid JSON: {exc}", {}, rule="json")
             return
-        history, steps = data.get("history"), data.get("trajectory")
-        events = history if isinstance(history, list) and history else None
-        if events is None and isinstance(steps, list):
-            events = _events_from_trajectory(steps)
+        except TypeError as exc:  # a number JSON cannot keep
+            yield FormatProblem(f"cannot be kept as JSON: {exc}", where)
+            return
+        if steps:
+            data["trajectory"] = steps
+        events: Iterable[Any] | None = history if history.count else None
+        if events is None and isinstance(last_messages, list) and last_messages:
+            events = last_messages
+        elif events is None and from_steps.count and steps_are_objects:
+            events = from_steps
         if events is None:
             yield FormatProblem(
                 "neither `history` nor `trajectory` holds the run's messages",
                 {**where, "field": "history"},
             )
             return
-        events = split_actions(events)
         config = _replay_config(data)
         metadata = _metadata(data, config)
         run = {"agent": "SWE-agent", "model": metadata.get("model")}
         yield DatasetMetadata({k: v for k, v in run.items() if v})
-        name = str(metadata.get("task_id") or f"SWE-agent run ({metadata.get('exit_status')})")
-        # `model_stats`: this instance's cost and tokens (`total_cost` is the whole batch's).
-        stats = as_object(as_object(data.get("info")).get("model_stats"))
-        usage = Usage.of(
-            input_tokens=stats.get("tokens_sent"),
-            output_tokens=stats.get("tokens_received"),
-            cost_usd=stats.get("instance_cost"),
+        usage = model_stats_usage(as_object(data.get("info")))
+        task_id = metadata.get("task_id")
+        yield TraceDraft(
+            location=where,
+            events=split_actions(events),
+            metadata=metadata,
+            # The instance id; else the file's name (SWE-agent names a .traj after it).
+            name="" if task_id is None else str(task_id),
+            name_from_file=task_id is None,
+            unique_name=True,
+            usage=usage,
         )
-        yield TraceDraft(location=where, events=events, metadata=metadata, name=name, usage=usage)
 
 
-FORMAT = SweAgent()
+FORMAT = SweAgent(
+    name="swe-agent",
+    recognised_by="an object with `history` and/or `trajectory` beside `info`, `environment` or "
+    "`replay_config` (SWE-agent .traj, old and function-calling)",
+)

@@ -11,7 +11,7 @@ from typing import Any, BinaryIO
 import ijson
 
 from traces.ingest.formats.common import number, run_trace
-from traces.ingest.types import PARSE_BUFFER, DatasetMetadata, FormatProblem, Item, Sniff
+from traces.ingest.types import PARSE_BUFFER, Adapter, DatasetMetadata, FormatProblem, Item, Sniff
 
 RUN_KEYS = frozenset({"task_id", "reward", "traj"})
 
@@ -33,12 +33,7 @@ def _trace(run: Any, index: int) -> Item:
     return draft
 
 
-class TauBench:
-    name = "tau-bench"
-    recognised_by = (
-        "a JSON array of runs with `task_id`, `reward` and `traj` (tau-bench v1 results)"
-    )
-
+class TauBench(Adapter):
     def detect(self, sniff: Sniff) -> bool:
         return sniff.first_char == "[" and RUN_KEYS <= sniff.item_keys
 
@@ -55,4 +50,7 @@ class TauBench:
             yield FormatProblem(f"invalid JSON: {exc}", {}, rule="json")
 
 
-FORMAT = TauBench()
+FORMAT = TauBench(
+    name="tau-bench",
+    recognised_by="a JSON array of runs with `task_id`, `reward` and `traj` (tau-bench v1 results)",
+)

@@ -5,17 +5,18 @@ each a prefix of the search path at that call (DFS may drop an earlier "diversit
 user turn, so they are not strict prefixes): the longest, the latest of equals, is the
 run. Legacy `function_call` + role `function`, no ids. Reward: `win` as 1/0. A failed run
 (`valid_data: false`) has no `train_messages`: its run is read from the search `tree`.
+Every other value is kept in the trace's metadata: `answer_generation`'s (query, final
+answer, tool definitions `function`...) and the file's (`tree`, the whole search with the
+branches it went back from, `compare_candidates`, `forward_args`, `win`). The shorter
+chats of `train_messages` are the prompts of the earlier model calls, prefixes of the
+search path that `tree` holds: only their count is kept.
 """
 
 from collections.abc import Iterator
 from typing import Any
 
-from traces.ingest.formats.common import WholeJsonFile, compact, number
+from traces.ingest.formats.common import WholeJsonFile, kept, number
 from traces.ingest.types import DatasetMetadata, FormatProblem, Item, Sniff, TraceDraft
-
-# The per-run facts kept from `answer_generation` (not the chats nor tool definitions).
-KEPT = ("query", "final_answer", "finish_type", "query_count", "total_tokens", "valid_data")
-
 
 NODE_KEPT = ("node_type", "depth", "is_terminal", "pruned", "finished", "observation_code")
 
@@ -62,11 +63,6 @@ def tree_events(tree: dict[str, Any]) -> list[Any]:
 
 
 class ToolBench(WholeJsonFile):
-    name = "toolbench"
-    recognised_by = (
-        "an object with `answer_generation` (ToolBench answers; failed runs from `tree`)"
-    )
-
     def detect(self, sniff: Sniff) -> bool:
         return sniff.first_char == "{" and "answer_generation" in sniff.top_keys
 
@@ -89,20 +85,23 @@ class ToolBench(WholeJsonFile):
             yield FormatProblem("`train_messages` holds no message: nothing to import", field)
             return
         longest = max(range(len(chats)), key=lambda i: (len(chats[i]), i))
-        metadata: dict[str, Any] = compact({k: answer[k] for k in KEPT if k in answer})
+        metadata: dict[str, Any] = kept(
+            {k: v for k, v in answer.items() if k != "train_messages"}
+            | {k: v for k, v in data.items() if k != "answer_generation"}
+        )
         metadata["train_messages_count"] = len(chats)
         tools = answer.get("function")
         if isinstance(tools, list):
             metadata["tools"] = [t.get("name") for t in tools if isinstance(t, dict)]
-        if isinstance(data.get("forward_args"), dict):
-            metadata["forward_args"] = compact(data["forward_args"])
         if "win" in data:
-            metadata["win"] = data["win"]
             if number(data["win"]) is not None:
                 metadata["reward"] = number(data["win"])
         query = answer.get("query")
-        name = " ".join(query.split())[:100] if isinstance(query, str) else ""
+        name = " ".join(query.split()) if isinstance(query, str) else ""
         yield TraceDraft(location=where, events=chats[longest], metadata=metadata, name=name)
 
 
-FORMAT = ToolBench()
+FORMAT = ToolBench(
+    name="toolbench",
+    recognised_by="an object with `answer_generation` (ToolBench answers; failed runs from `tree`)",
+)

@@ -8,7 +8,7 @@
 from collections.abc import Iterator
 from typing import Any
 
-from traces.ingest.formats.common import WholeJsonFile, compact, number
+from traces.ingest.formats.common import WholeJsonFile, kept, number
 from traces.ingest.types import DatasetMetadata, FormatProblem, Item, Sniff, TraceDraft
 
 
@@ -39,9 +39,6 @@ def _failure(log: dict[str, Any]) -> dict[str, Any] | None:
 
 
 class WhoAndWhen(WholeJsonFile):
-    name = "who-and-when"
-    recognised_by = "an object with `history` and `question` or `mistake_agent` (Who&When logs)"
-
     def detect(self, sniff: Sniff) -> bool:
         keys = sniff.top_keys
         return (
@@ -57,12 +54,8 @@ class WhoAndWhen(WholeJsonFile):
             yield FormatProblem("a log needs a `history` array", {**where, "field": "history"})
             return
         yield DatasetMetadata({"benchmark": "Who&When"})
-        # The agents' system prompts are long: only the agents' names are kept.
-        metadata: dict[str, Any] = compact(
-            {k: v for k, v in log.items() if k not in ("history", "system_prompt")}
-        )
-        if isinstance(log.get("question"), str):
-            metadata["question"] = log["question"]  # up to ~2 KB, always kept
+        # Every key but the events, the agents' system prompts included (a few KB each).
+        metadata: dict[str, Any] = kept({k: v for k, v in log.items() if k != "history"})
         if isinstance(log.get("system_prompt"), dict):
             metadata["agents"] = list(log["system_prompt"])
         if (reward := _reward(log)) is not None:
@@ -72,8 +65,11 @@ class WhoAndWhen(WholeJsonFile):
         if log.get("question_ID") is not None:
             metadata["task_id"] = log["question_ID"]
         question = log.get("question")
-        name = " ".join(question.split())[:100] if isinstance(question, str) else ""
+        name = " ".join(question.split()) if isinstance(question, str) else ""
         yield TraceDraft(location=where, events=log["history"], metadata=metadata, name=name)
 
 
-FORMAT = WhoAndWhen()
+FORMAT = WhoAndWhen(
+    name="who-and-when",
+    recognised_by="an object with `history` and `question` or `mistake_agent` (Who&When logs)",
+)
