@@ -89,7 +89,7 @@ def trace_page(request, trace_id: str):
     """O(what it shows): the trace row, its counts, and the blocks of one chunk, read in
     stitched order from where the page starts (traces/order.py)."""
     trace = _trace(request, trace_id)
-    renderer = page.PageRenderer(request, trace)
+    renderer = page.PageRenderer(request, trace, drawers=False)
     counts = page.block_counts(trace)
     row_total = counts["MESSAGE"]
     start = min(_int_param(request, "after"), row_total)
@@ -171,13 +171,17 @@ def block_full(request, trace_id: str, block_id: str):
     trace = _trace(request, trace_id)
     block = _block(trace, block_id)
     as_text = request.GET.get("as") == "text"
-    renderer = page.PageRenderer(request, trace, fold=False, as_text=as_text)
+    target = htmx_target(request)
+    # Its drawer (#drawer-<block>) as the trace page shows it when it opens: folded.
+    drawer = target.startswith("drawer-")
+    renderer = page.PageRenderer(request, trace, fold=drawer, as_text=as_text)
     node = block_of(block)
     renderer.load_image_types([node])
     view = renderer.block(node)
-    if wants_partial(request):  # the block's raw (#raw-<block>) or body (#body-<block>)
-        partial = "raw" if htmx_target(request).startswith("raw-") else "block_body"
-        return render_page(request, TEMPLATE, {"trace": trace, "b": view}, partial=partial)
+    if wants_partial(request):  # the block's raw (#raw-<block>), body (#body-<block>), drawer
+        partial = "drawer_body" if drawer else "raw" if target.startswith("raw-") else "block_body"
+        context = {"trace": trace, "b": view, "can_edit": renderer.can_edit}
+        return render_page(request, TEMPLATE, context, partial=partial)
     context = {
         "trace": trace,
         "title": page.trace_title(trace),
