@@ -265,7 +265,7 @@ def _arguments_body(value: Any, budget: Budget, ctx: Context, metadata: dict) ->
     if "arguments_unparsed" in metadata or not isinstance(value, dict):
         reason = metadata.get("arguments_unparsed")
         warnings.append(("arguments are not JSON", reason if isinstance(reason, str) else ""))
-    if metadata.get("arguments_missing"):
+    if metadata.get("arguments_missing") and "not_in_log" not in metadata:  # said once
         warnings.append(("no arguments given", ""))
     return arguments_html(value, budget), [], warnings
 
