@@ -8,9 +8,11 @@ than the 404 would: a missing id gets it too).
 
 from functools import wraps
 
+from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
+from django.views.decorators.http import require_POST
 
 from traces.errors import Forbidden, NotFound
 from traces.policy import Action, Actor, allows
@@ -44,3 +46,8 @@ def policy_errors(view):
             raise Http404(exc.message) from None
 
     return wrapped
+
+
+def page_write(view):
+    """A page's write: POST only, by someone signed in, the policy's refusals as pages."""
+    return require_POST(login_required(policy_errors(view)))

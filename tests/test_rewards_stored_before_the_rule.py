@@ -21,6 +21,8 @@ from traces.selectors.stats import reward_histogram, reward_summary
 BEFORE = ("traces", "0006_api_key_role")
 RULE = ("traces", "0007_trace_reward_in_range")
 
+pytestmark = pytest.mark.slow  # migrates the schema back and forth, as tests/test_migrations.py
+
 
 def migrate(target: tuple[str, str]) -> None:
     executor = MigrationExecutor(connection)

@@ -18,8 +18,16 @@ def envelope(
 
 
 class TraceStoreError(Exception):
+    """A domain error: its class names its code and HTTP status once, in its header
+    (`class NotFound(TraceStoreError, code="NOT_FOUND", http_status=404)`)."""
+
     code = "INTERNAL"
     http_status = 500
+
+    def __init_subclass__(cls, code: str | None = None, http_status: int | None = None):
+        super().__init_subclass__()
+        cls.code = code or cls.code
+        cls.http_status = http_status or cls.http_status
 
     def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
         super().__init__(message)
@@ -30,53 +38,40 @@ class TraceStoreError(Exception):
         return envelope(self.code, self.http_status, self.message, self.details)
 
 
-class ValidationFailed(TraceStoreError):
-    code = "VALIDATION"
-    http_status = 422
+class ValidationFailed(TraceStoreError, code="VALIDATION", http_status=422):
+    """A value breaks a rule: `details` names the field and the rule."""
 
 
-class PayloadTooLarge(TraceStoreError):
-    code = "PAYLOAD_TOO_LARGE"
-    http_status = 413
+class PayloadTooLarge(TraceStoreError, code="PAYLOAD_TOO_LARGE", http_status=413):
+    """A field, a file or a request over its byte limit, `details.actual_bytes` exact."""
 
 
-class ParentSubtypeMismatch(TraceStoreError):
-    code = "PARENT_SUBTYPE_MISMATCH"
-    http_status = 409
+class ParentSubtypeMismatch(TraceStoreError, code="PARENT_SUBTYPE_MISMATCH", http_status=409):
+    """A block under a parent of a sub type the parent rules do not allow there."""
 
 
-class DuplicateCallId(TraceStoreError):
-    code = "DUPLICATE_CALL_ID"
-    http_status = 409
+class DuplicateCallId(TraceStoreError, code="DUPLICATE_CALL_ID", http_status=409):
+    """A second TOOL_CALL with the call id of one in the same trace."""
 
 
-class DuplicateResultSeq(TraceStoreError):
-    code = "DUPLICATE_RESULT_SEQ"
-    http_status = 409
+class DuplicateResultSeq(TraceStoreError, code="DUPLICATE_RESULT_SEQ", http_status=409):
+    """A second TOOL_RESULT with the same call id and the same non-null `seq`."""
 
 
-class ImmutableField(TraceStoreError):
-    code = "IMMUTABLE_FIELD"
-    http_status = 409
+class ImmutableField(TraceStoreError, code="IMMUTABLE_FIELD", http_status=409):
+    """A write to a field that never changes after the block is written."""
 
 
-class NotFound(TraceStoreError):
-    code = "NOT_FOUND"
-    http_status = 404
+class NotFound(TraceStoreError, code="NOT_FOUND", http_status=404):
+    """No such object, or one the actor may not know of (traces.policy: 404, not 403)."""
 
 
-class Forbidden(TraceStoreError):
+class Forbidden(TraceStoreError, code="FORBIDDEN", http_status=403):
     """The actor may see the object but their role does not allow the action (traces.policy)."""
 
-    code = "FORBIDDEN"
-    http_status = 403
 
-
-class ImportFailed(TraceStoreError):
+class ImportFailed(TraceStoreError, code="VALIDATION", http_status=422):
     """An upload with problems: nothing was written; `problems` lists every one."""
-
-    code = "VALIDATION"
-    http_status = 422
 
     def __init__(self, problems: list[dict[str, Any]]) -> None:
         count = len(problems)
@@ -86,11 +81,8 @@ class ImportFailed(TraceStoreError):
         self.problems = problems
 
 
-class DatabaseBusy(TraceStoreError):
+class DatabaseBusy(TraceStoreError, code="BUSY", http_status=503):
     """SQLite: another write held the database's lock past the busy timeout."""
-
-    code = "BUSY"
-    http_status = 503
 
 
 RETRY_AFTER_SECONDS = 5

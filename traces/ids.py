@@ -8,6 +8,7 @@ for thousands of ids in the same millisecond (a bulk import).
 import os
 import threading
 import time
+from collections.abc import Callable
 
 _ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _RANDOM_BITS = 80
@@ -43,25 +44,21 @@ def new_id(prefix: str) -> str:
         return f"{prefix}_{_encode((now_ms << _RANDOM_BITS) | _last_random)}"
 
 
-def dataset_id() -> str:
-    return new_id("ds")
+def _maker(name: str, prefix: str) -> Callable[[], str]:
+    """`name`, a module-level function making ids with `prefix`: a model's `default`, which
+    migrations refer to by this module and `name` (traces.ids.dataset_id)."""
+
+    def make() -> str:
+        return new_id(prefix)
+
+    make.__name__ = make.__qualname__ = name
+    return make
 
 
-def trace_id() -> str:
-    return new_id("tr")
-
-
-def block_id() -> str:
-    return new_id("tb")
-
-
-def api_key_id() -> str:
-    return new_id("key")
-
-
-def label_id() -> str:
-    return new_id("lb")
-
-
-def annotation_id() -> str:
-    return new_id("an")
+# One maker per kind of object (the prefix begins each of its ids).
+dataset_id = _maker("dataset_id", "ds")
+trace_id = _maker("trace_id", "tr")
+block_id = _maker("block_id", "tb")
+api_key_id = _maker("api_key_id", "key")
+label_id = _maker("label_id", "lb")
+annotation_id = _maker("annotation_id", "an")

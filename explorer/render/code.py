@@ -108,40 +108,36 @@ def language_for(lang: str) -> Language | None:
 
 # --- Highlighting ----------------------------------------------------------------------
 
-# Token types to a few short classes of trace.css (".hl .k" ...). Unlisted: no span.
-_TOKEN_CLASSES: list[tuple[Any, str]] = [
-    (Comment, "c"),
-    (Keyword.Constant, "l"),
-    (Keyword, "k"),
-    (Name.Tag, "t"),
-    (Name.Attribute, "a"),
-    (Name.Builtin, "b"),
-    (Name.Function, "f"),
-    (Name.Class, "f"),
-    (Name.Decorator, "f"),
-    (String, "s"),
-    (Number, "m"),
-    (Literal, "m"),
-    (Operator.Word, "k"),
-    (Operator, "o"),
-    (Generic.Deleted, "gd"),
-    (Generic.Inserted, "gi"),
-    (Generic.Heading, "gh"),
-    (Generic.Subheading, "gh"),
-]
-HIGHLIGHT_CLASSES = frozenset(cls for _, cls in _TOKEN_CLASSES)
+# Each short class of trace.css (".hl .k" ...) and the token types it marks; a token takes
+# the class of its nearest listed type (Keyword.Constant is "l", other keywords "k").
+# Unlisted: no span.
+_CLASS_TOKENS: dict[str, tuple[Any, ...]] = {
+    "c": (Comment,),
+    "l": (Keyword.Constant,),
+    "k": (Keyword, Operator.Word),
+    "t": (Name.Tag,),
+    "a": (Name.Attribute,),
+    "b": (Name.Builtin,),
+    "f": (Name.Function, Name.Class, Name.Decorator),
+    "s": (String,),
+    "m": (Number, Literal),
+    "o": (Operator,),
+    "gd": (Generic.Deleted,),
+    "gi": (Generic.Inserted,),
+    "gh": (Generic.Heading, Generic.Subheading),
+}
+_TOKEN_CLASS = {ttype: cls for cls, ttypes in _CLASS_TOKENS.items() for ttype in ttypes}
+HIGHLIGHT_CLASSES = frozenset(_CLASS_TOKENS)
 _class_cache: dict[Any, str] = {}
 
 
 def _token_class(ttype: Any) -> str:
     found = _class_cache.get(ttype)
     if found is None:
-        found = ""
-        for parent, cls in _TOKEN_CLASSES:
-            if ttype in parent:
-                found = cls
-                break
-        _class_cache[ttype] = found
+        nearest = ttype
+        while nearest not in _TOKEN_CLASS and nearest.parent is not None:
+            nearest = nearest.parent
+        found = _class_cache[ttype] = _TOKEN_CLASS.get(nearest, "")
     return found
 
 

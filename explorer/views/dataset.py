@@ -9,13 +9,12 @@ group (`#groups`, loaded right after the page, or picked by key) and the trace l
 from typing import Any
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.http import HttpResponseBadRequest, HttpResponseRedirect, StreamingHttpResponse
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET
 
 from explorer import dataset_page as view_models
-from explorer.access import actor, policy_errors
+from explorer.access import actor, page_write, policy_errors
 from explorer.views.base import clean_url, htmx_target, render_page
 from traces.policy import Action, allows
 from traces.selectors.access import dataset_for
@@ -134,9 +133,7 @@ def dataset_export(request, dataset_id: str):
     return response
 
 
-@require_POST
-@login_required
-@policy_errors
+@page_write
 def dataset_visibility(request, dataset_id: str):
     """Make a dataset public (readable by everyone, signed in or not) or private again:
     the owners' call."""

@@ -5,12 +5,10 @@ htmx with the partial it changed and a browser with a redirect (explorer/views/b
 or, when refused, the partial with what was wrong (422) or the page with a message."""
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.http import HttpResponseRedirect
 from django.urls import reverse
-from django.views.decorators.http import require_POST
 
-from explorer.access import actor, policy_errors
+from explorer.access import actor, page_write
 from explorer.views.base import render_page, wants_partial
 from traces.errors import TraceStoreError
 from traces.models import Dataset, Trace
@@ -82,9 +80,7 @@ def _dataset_answer(request, dataset: Dataset, error: str = "", entered: str = "
     )  # fmt: skip
 
 
-@require_POST
-@login_required
-@policy_errors
+@page_write
 def dataset_label_add(request, dataset_id: str):
     dataset = dataset_for(actor=actor(request), dataset_id=dataset_id, action=Action.WRITE)
     name = request.POST.get("name", "")
@@ -95,9 +91,7 @@ def dataset_label_add(request, dataset_id: str):
     return _dataset_answer(request, dataset)
 
 
-@require_POST
-@login_required
-@policy_errors
+@page_write
 def dataset_label_remove(request, dataset_id: str, label_id: str):
     dataset = dataset_for(actor=actor(request), dataset_id=dataset_id)
     label = label_get(dataset=dataset, label_id=label_id)
@@ -114,9 +108,7 @@ def _trace_answer(request, trace: Trace, error: str = "", entered: str = "", blo
     )  # fmt: skip
 
 
-@require_POST
-@login_required
-@policy_errors
+@page_write
 def trace_annotate(request, trace_id: str):
     trace = trace_for(actor=actor(request), trace_id=trace_id, action=Action.WRITE)
     post = request.POST
@@ -135,14 +127,10 @@ def trace_annotate(request, trace_id: str):
     return _trace_answer(request, trace)
 
 
-@require_POST
-@login_required
-@policy_errors
+@page_write
 def annotation_remove(request, trace_id: str, annotation_id: str):
     trace = trace_for(actor=actor(request), trace_id=trace_id, action=Action.WRITE)
-    annotation = annotation_get_in_org(
-        organization=trace.organization, annotation_id=annotation_id
-    )
+    annotation = annotation_get_in_org(organization=trace.organization, annotation_id=annotation_id)
     if annotation.trace_id != trace.pk:
         return _trace_answer(request, trace)  # nothing of this trace to remove
     annotation_delete(annotation=annotation)

@@ -4,13 +4,7 @@ traces and blocks of real tau2-bench runs."""
 import pytest
 
 from tests.api.conftest import BASE, error_of, post_json
-from tests.real_runs import tau2_dataset
 from traces.models import Annotation, Label
-
-
-@pytest.fixture
-def runs(org):
-    return tau2_dataset(org)
 
 
 def _labels_url(dataset) -> str:

@@ -6,6 +6,7 @@ from rest_framework.test import APIClient
 
 from tests.api.conftest import BASE, error_of
 from tests.compare_data import GPT41, GROK3, expected, import_runs, raw
+from tests.conftest import organization, written_for_the_module
 from traces.models import Block, Dataset, Trace
 from traces.selectors.compare import WILCOXON
 from traces.services.organizations import organization_get_or_create
@@ -13,10 +14,13 @@ from traces.services.organizations import organization_get_or_create
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def two_models(org):
+@pytest.fixture(scope="module")
+def two_models(django_db_setup, django_db_blocker):
+    """Two real runs imported into acme once for the module (its tests only read them)."""
     top_a, top_b = raw(GPT41), raw(GROK3)
-    return import_runs(org, "gpt-4.1", top_a), import_runs(org, "grok-3", top_b), top_a, top_b
+    with written_for_the_module(django_db_blocker):
+        org = organization("acme")
+        yield import_runs(org, "gpt-4.1", top_a), import_runs(org, "grok-3", top_b), top_a, top_b
 
 
 def _pair(a: Dataset, b: Dataset) -> tuple[Trace, Trace]:

@@ -9,6 +9,7 @@ from django.db import connection
 from traces.models import Block, Organization, Trace
 
 
+@pytest.mark.slow  # runs a benchmark (seconds), as the other benchmarks' tests
 @pytest.mark.django_db(transaction=True)
 def test_compare_benchmark_runs_at_a_tiny_size_and_cleans_up() -> None:
     out = StringIO()

@@ -5,16 +5,11 @@ runs."""
 import pytest
 from django.urls import reverse
 
-from tests.real_runs import signed_in, tau2_dataset
+from tests.real_runs import signed_in
 from traces.models import Annotation, Label
 from traces.services.annotations import annotation_create, label_create
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
-
-
-@pytest.fixture
-def runs(org):
-    return tau2_dataset(org)
 
 
 @pytest.fixture

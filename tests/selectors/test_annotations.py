@@ -2,19 +2,12 @@
 tau2-bench runs."""
 
 import orjson
-import pytest
 
-from tests.real_runs import tau2_dataset
 from traces.selectors.annotations import label_counts
 from traces.selectors.exports import dataset_export_lines
 from traces.selectors.trace_filters import TraceFilter, traces_filtered
 from traces.services.annotations import annotation_create, label_create
 from traces.services.deletion import dataset_delete, trace_delete
-
-
-@pytest.fixture
-def runs(org):
-    return tau2_dataset(org)
 
 
 def test_label_counts_count_traces_once_however_many_tags(runs):

@@ -23,53 +23,28 @@ AnnotationsView = combine(
     "AnnotationsView", annotations.AnnotationListApi, annotations.AnnotationCreateApi
 )
 
-ORG = "v1/organizations/<slug:org>/"
+# URL name: (route under /v1/organizations/<org>/, view).
+ROUTES: dict[str, tuple[str, type]] = {
+    "api-whoami": ("whoami", whoami.WhoAmIApi),
+    "api-datasets": ("datasets", DatasetsView),
+    "api-dataset": ("datasets/<str:dataset_id>", DatasetView),
+    "api-dataset-upload": ("datasets/<str:dataset_id>/upload", datasets.DatasetUploadApi),
+    "api-dataset-export": ("datasets/<str:dataset_id>/export", datasets.DatasetExportApi),
+    "api-labels": ("datasets/<str:dataset_id>/labels", LabelsView),
+    "api-label": ("datasets/<str:dataset_id>/labels/<str:label_id>", annotations.LabelDeleteApi),
+    "api-traces": ("traces", TracesView),
+    "api-trace": ("traces/<str:trace_id>", TraceView),
+    "api-blocks": ("traces/<str:trace_id>/blocks", BlocksView),
+    "api-blocks-batch": ("traces/<str:trace_id>/blocks:batch", blocks.BlockBatchCreateApi),
+    "api-blocks-stitched": ("traces/<str:trace_id>/blocks.stitched", blocks.BlockStitchedApi),
+    "api-block": ("blocks/<str:block_id>", BlockView),
+    "api-annotations": ("traces/<str:trace_id>/annotations", AnnotationsView),
+    "api-annotation": ("annotations/<str:annotation_id>", annotations.AnnotationDeleteApi),
+    "api-compare-traces": ("compare/traces", compare.CompareTracesApi),
+    "api-compare-datasets": ("compare/datasets", compare.CompareDatasetsApi),
+}
+
 urlpatterns = [
-    path(f"{ORG}whoami", whoami.WhoAmIApi.as_view(), name="api-whoami"),
-    path(f"{ORG}datasets", DatasetsView.as_view(), name="api-datasets"),
-    path(f"{ORG}datasets/<str:dataset_id>", DatasetView.as_view(), name="api-dataset"),
-    path(
-        f"{ORG}datasets/<str:dataset_id>/upload",
-        datasets.DatasetUploadApi.as_view(),
-        name="api-dataset-upload",
-    ),
-    path(
-        f"{ORG}datasets/<str:dataset_id>/export",
-        datasets.DatasetExportApi.as_view(),
-        name="api-dataset-export",
-    ),
-    path(f"{ORG}datasets/<str:dataset_id>/labels", LabelsView.as_view(), name="api-labels"),
-    path(
-        f"{ORG}datasets/<str:dataset_id>/labels/<str:label_id>",
-        annotations.LabelDeleteApi.as_view(),
-        name="api-label",
-    ),
-    path(f"{ORG}traces", TracesView.as_view(), name="api-traces"),
-    path(f"{ORG}traces/<str:trace_id>", TraceView.as_view(), name="api-trace"),
-    path(f"{ORG}traces/<str:trace_id>/blocks", BlocksView.as_view(), name="api-blocks"),
-    path(
-        f"{ORG}traces/<str:trace_id>/blocks:batch",
-        blocks.BlockBatchCreateApi.as_view(),
-        name="api-blocks-batch",
-    ),
-    path(
-        f"{ORG}traces/<str:trace_id>/blocks.stitched",
-        blocks.BlockStitchedApi.as_view(),
-        name="api-blocks-stitched",
-    ),
-    path(f"{ORG}blocks/<str:block_id>", BlockView.as_view(), name="api-block"),
-    path(
-        f"{ORG}traces/<str:trace_id>/annotations",
-        AnnotationsView.as_view(),
-        name="api-annotations",
-    ),
-    path(
-        f"{ORG}annotations/<str:annotation_id>",
-        annotations.AnnotationDeleteApi.as_view(),
-        name="api-annotation",
-    ),
-    path(f"{ORG}compare/traces", compare.CompareTracesApi.as_view(), name="api-compare-traces"),
-    path(
-        f"{ORG}compare/datasets", compare.CompareDatasetsApi.as_view(), name="api-compare-datasets"
-    ),
+    path(f"v1/organizations/<slug:org>/{route}", view.as_view(), name=name)
+    for name, (route, view) in ROUTES.items()
 ]

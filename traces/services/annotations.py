@@ -91,9 +91,8 @@ LABEL_DESCRIPTION_MAX = 2000
 COMMENT_MAX = 10_000
 
 
-class LabelNameTaken(TraceStoreError):
-    code = "DUPLICATE_LABEL"
-    http_status = 409
+class LabelNameTaken(TraceStoreError, code="DUPLICATE_LABEL", http_status=409):
+    """The dataset's vocabulary has a label of that name already."""
 
 
 def _check_text(value: Any, field_name: str, most: int, *, required: bool) -> str:

@@ -12,9 +12,8 @@ from traces.validation import check_accuracy
 NAME_MAX = 200
 
 
-class DatasetNameTaken(TraceStoreError):
-    code = "DUPLICATE_NAME"
-    http_status = 409
+class DatasetNameTaken(TraceStoreError, code="DUPLICATE_NAME", http_status=409):
+    """The organization has a dataset of that name already."""
 
 
 def dataset_name_check(name: Any) -> str:
