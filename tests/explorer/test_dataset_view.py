@@ -8,10 +8,11 @@ from html.parser import HTMLParser
 import pytest
 from django.urls import reverse
 
-from tests.conftest import client_for, user_in
+from tests.conftest import as_file, client_for, user_in
 from tests.explorer.conftest import chat, html_problems, import_lines
 from traces.models import Block, Dataset
 from traces.services.annotations import block_extra_update, trace_extra_update
+from traces.services.imports import trace_import
 
 
 def url(dataset, **params):
@@ -395,3 +396,21 @@ def test_a_reported_accuracy_out_of_range_is_shown_as_given(member_client, org, 
     shown = html[html.index(">reported<") :].split("</div>")[1]
     assert f'<span class="small">{reported}</span>' in shown
     assert "differs from the reported value" not in html
+
+
+def test_a_row_shows_four_tool_chips_and_names_the_rest_on_hover(member_client, org):
+    calls = [
+        {"id": f"c{n}", "type": "function", "function": {"name": f"tool_{n}", "arguments": "{}"}}
+        for n in range(7)
+    ]
+    events = [{"role": "user", "content": "go"}, {"role": "assistant", "content": None,
+              "tool_calls": calls}]  # fmt: skip
+    events += [{"role": "tool", "tool_call_id": f"c{n}", "content": "ok"} for n in range(7)]
+    trace = trace_import(
+        organization=org, dataset_name="many tools", files=[as_file(json.dumps(events))]
+    )
+    dataset = Dataset.objects.get(organization=org, name="many tools")
+    html = member_client.get(f"/d/{dataset.pk}/").content.decode()
+    assert html.count('class="tool-chip mono"') == 4 and "+3 more" in html
+    assert 'title="tool_0, tool_1, tool_2, tool_3, tool_4, tool_5, tool_6"' in html
+    assert trace.traces == 1
