@@ -33,7 +33,7 @@ test: install
 	$(PY) -m pytest
 
 # The quick tests only, on both cores: no browser, slow or PostgreSQL-only test (markers in
-# pyproject.toml; the policy matrix walks each route once for each caller, its full cross
+# pyproject.toml; the policy matrix walks each route once for each role, its full cross
 # product is `slow`). Compiled modules are kept (__pycache__, ignored by git) even where
 # PYTHONDONTWRITEBYTECODE is set: each worker otherwise compiles the project and rewrites
 # every test module's asserts again, ~5 s of CPU each. `--dist loadfile` keeps a module on one
