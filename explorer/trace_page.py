@@ -9,7 +9,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
+from urllib.parse import quote
 
+from django.templatetags.static import static
 from django.urls import reverse
 
 from explorer.access import actor
@@ -64,6 +66,13 @@ class RewardView:
     error: str = ""
     entered: str = ""  # what the person typed, shown back with an error
     target: str = "block"
+    # The thumbs' icon URLs: a page gives those it looked up once for all its controls.
+    up_icon: str = ""
+    down_icon: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.up_icon:
+            self.up_icon, self.down_icon = static(THUMB_UP), static(THUMB_DOWN)
 
     @property
     def number(self) -> float | None:
@@ -86,6 +95,28 @@ class RewardView:
     def is_down(self) -> bool:
         return self.number == 0.0
 
+    # What the control's markup says of its state, each one lookup for the template
+    # (a page draws this control on every block).
+
+    @property
+    def form_class(self) -> str:
+        return (
+            f"reward reward-{self.target}{' is-set' if self.is_set else ''}"
+            f"{' has-error' if self.error else ''}"
+        )
+
+    @property
+    def placeholder(self) -> str:
+        return "number" if self.target == "trace" else "value"
+
+    @property
+    def up_pressed(self) -> str:
+        return "true" if self.is_up else "false"
+
+    @property
+    def down_pressed(self) -> str:
+        return "true" if self.is_down else "false"
+
     @property
     def display(self) -> str:
         if self.value is None:
@@ -103,6 +134,9 @@ class RewardView:
         if number is None:
             return ""
         return _number_text(number) if number == int(number) else repr(number)
+
+
+THUMB_UP, THUMB_DOWN = "icons/thumb-up.svg", "icons/thumb-down.svg"
 
 
 def _number_text(number: float) -> str:
@@ -140,10 +174,33 @@ class BlockView:
     labels: list[str] = field(default_factory=list)  # names of its failure labels
     without_text: bool = False  # a message with no text (a turn that only calls tools)
     is_error: bool = False  # a tool result its log flags as a tool error
+    # Its trace's page URL and its icon's, each looked up once a response (reverse and
+    # static cost ~20 µs a call: several a block made a page's blocks cost twice as much).
+    trace_url: str = ""
+    icon_url: str = ""
+    # Whether the metadata, raw and extra drawer's contents are here; else the page loads
+    # them when the drawer opens (the `drawer_body` partial of the block's view).
+    drawer: bool = True
 
     @property
-    def head_template(self) -> str:
-        return f"explorer/trace.html#kind-{self.kind}"
+    def classes(self) -> str:
+        """The classes of its <article>."""
+        out = f"block k-{self.kind}"
+        if self.role_class:
+            out += f" role-{self.role_class}"
+        if self.tone:
+            out += f" {self.tone}"
+        return out + " has-reward" if self.reward.is_set else out
+
+    @property
+    def full_url(self) -> str:
+        """The block's own view (`block-full`)."""
+        return f"{self.trace_url}b/{quote(self.id, safe='')}/full"
+
+    @property
+    def permalink(self) -> str:
+        """The trace page opened at this block."""
+        return f"{self.trace_url}?focus={quote(self.id, safe='')}#{self.id}"
 
 
 @dataclass
@@ -208,7 +265,7 @@ def _arguments_body(value: Any, budget: Budget, ctx: Context, metadata: dict) ->
     if "arguments_unparsed" in metadata or not isinstance(value, dict):
         reason = metadata.get("arguments_unparsed")
         warnings.append(("arguments are not JSON", reason if isinstance(reason, str) else ""))
-    if metadata.get("arguments_missing"):
+    if metadata.get("arguments_missing") and "not_in_log" not in metadata:  # said once
         warnings.append(("no arguments given", ""))
     return arguments_html(value, budget), [], warnings
 
@@ -230,9 +287,17 @@ MARKDOWN_RENDERERS = frozenset({"content", "markdown"})  # bodies with a plain-t
 class PageRenderer:
     """Turns tree nodes into view models for one request."""
 
-    def __init__(self, request, trace: Trace, *, fold: bool = True, as_text: bool = False):
+    def __init__(
+        self, request, trace: Trace, *, fold: bool = True, as_text: bool = False,
+        drawers: bool = True,
+    ):  # fmt: skip
+        """`drawers`: render each block's metadata, raw and extra (else the page loads
+        them when a drawer opens)."""
         self.trace = trace
         self.fold = fold
+        self.drawers = drawers
+        self.trace_url = reverse("trace", args=[trace.pk])
+        self._static: dict[str, str] = {}
         self.can_edit = allows(actor(request), Action.WRITE, trace)
         self.ctx = Context(image_url=self.image_url, as_text=as_text)
         self.effort = Effort()  # one for the whole response (explorer/render/effort.py)
@@ -244,6 +309,13 @@ class PageRenderer:
 
     def image_url(self, sha: str) -> str:
         return reverse("trace-image", args=[self.trace.pk, sha])
+
+    def static(self, path: str) -> str:
+        """The URL of a static file, looked up once a response."""
+        url = self._static.get(path)
+        if url is None:
+            url = self._static[path] = static(path)
+        return url
 
     def load_image_types(self, nodes: list[dict[str, Any]]) -> None:
         """One query for the types of the images these blocks show."""
@@ -266,10 +338,12 @@ class PageRenderer:
         extra = node.get("extra")
         value = extra.get("reward") if isinstance(extra, dict) else None
         return RewardView(
-            url=reverse("block-reward", args=[self.trace.pk, node["id"]]),
+            url=f"{self.trace_url}b/{quote(node['id'], safe='')}/reward",
             dom_id=f"reward-{node['id']}",
             value=value,
             can_edit=self.can_edit,
+            up_icon=self.static(THUMB_UP),
+            down_icon=self.static(THUMB_DOWN),
         )
 
     def decoded(self, stored: Any) -> tuple[Any, bool]:
@@ -287,7 +361,7 @@ class PageRenderer:
         kind = kinds.BY_SUB_TYPE[node["sub_type"]]
         stored = node.get("payload")
         size = size_label(len(stored.text)) if isinstance(stored, StoredJson) else ""
-        url = reverse("block-full", args=[self.trace.pk, node["id"]])
+        url = f"{self.trace_url}b/{quote(node['id'], safe='')}/full"
         body = (
             f'<p class="no-text">A large block ({size}): '
             f'<a href="{url}">open it alone</a> to see it.</p>'
@@ -298,15 +372,20 @@ class PageRenderer:
             size=size, badges=[], warnings=[], metadata=safe(""), extra=safe(""), raw=None,
             raw_size="", has_raw=False, reward=self.reward({"id": node["id"]}),
             awaits_children=bool(kinds.children_of(kind.sub_type)), cost=len(body),
-            number=node.get("number"),
+            number=node.get("number"), trace_url=self.trace_url,
+            icon_url=self.static(kind.icon), drawer=self.drawers,
         )  # fmt: skip
 
     def block(self, node: dict[str, Any]) -> BlockView:
         fields = {}
+        drawer_chars = 0  # the stored size of its metadata and extra
         for name in ("payload", "metadata", "extra"):
-            fields[name], ok = self.decoded(node.get(name))
+            stored = node.get(name)
+            fields[name], ok = self.decoded(stored)
             if not ok:
                 return self.too_large(node)
+            if name != "payload":
+                drawer_chars += _stored_chars(stored)
         stored_raw = node.get("raw")
         node = {**node, **fields}
         payload = node.get("payload")
@@ -334,20 +413,8 @@ class PageRenderer:
         if fields:
             body += '<div class="more-fields"><span class="lane-note">other fields</span>'
             body += json_html(fields, budget) + "</div>"
-        raw_html, raw_size, has_raw = None, "", stored_raw is not None
-        if has_raw:
-            if isinstance(stored_raw, StoredJson):
-                raw_text_len = len(stored_raw.text)
-            else:
-                raw_text_len = len(jsontext.dumps(stored_raw))
-            raw_size = size_label(raw_text_len)
-            if not self.fold or raw_text_len <= RAW_INLINE_CHARS:
-                raw, ok = self.decoded(stored_raw)
-                if ok:
-                    raw_html = safe(json_html(raw, self.unlimited(), css="drawer-json"))
-        meta_html = json_html(metadata, self.budget(), css="drawer-json")
         extra = node.get("extra") if node.get("extra") is not None else {}
-        extra_html = json_html(extra, self.budget(), css="drawer-json")
+        drawer = self._drawer(metadata, extra, stored_raw) if self.drawers else None
         size = size_label(jsontext.byte_size(value)) if value is not None else "0 B"
         return BlockView(
             id=node["id"],
@@ -362,27 +429,30 @@ class PageRenderer:
             size=size,
             badges=badges,
             warnings=warnings,
-            metadata=safe(meta_html),
-            extra=safe(extra_html),
-            raw=raw_html,
-            raw_size=raw_size,
-            has_raw=has_raw,
+            **(drawer or _NO_DRAWER),
             reward=self.reward(node),
             labels=self.block_labels.get(node["id"], []),
             has_text_view=kind.render in MARKDOWN_RENDERERS,
             awaits_children=bool(kinds.children_of(kind.sub_type)),
             role_class=ROLE_CLASSES.get(role.lower(), "other") if role else "",
             tone=_tone(role) if role and role.lower() not in ROLE_CLASSES else "",
-            cost=len(body) + len(meta_html) + len(extra_html) + BLOCK_OVERHEAD,
+            # The drawer counts as its stored JSON, rendered here or not.
+            cost=len(body) + drawer_chars + BLOCK_OVERHEAD,
             number=node.get("number"),
             without_text=kind.render == "content" and value in (None, ""),
             is_error=bool(node.get("is_error")),
+            trace_url=self.trace_url,
+            icon_url=self.static(kind.icon),
+            drawer=drawer is not None,
         )
 
     def marks(self, node: dict[str, Any], metadata: dict) -> list[tuple[str, str]]:
-        """Warnings the format gave this block: a tool error (Block.is_error), the step a
-        failure attribution names (traces/ingest/failure.py; its reason as the title)."""
+        """Warnings the format gave this block: a stand-in for what the log lost (an
+        adapter's), a tool error (Block.is_error), the step a failure attribution names
+        (traces/ingest/failure.py; its reason as the title)."""
         out = []
+        if isinstance(metadata.get("not_in_log"), str):
+            out.append(("not in the log", visible_text(metadata["not_in_log"][:500])))
         if node.get("is_error"):
             out.append(("tool error", "the tool reported an error (as the log says)"))
         if metadata.get("failure") is True:
@@ -396,6 +466,27 @@ class PageRenderer:
             why = visible_text(" - ".join(str(x) for x in (agent, reason) if x)[:500])
             out.append(("failure starts here", why or "the log names this step as the failure's"))
         return out
+
+    def _drawer(self, metadata: Any, extra: Any, stored_raw: Any) -> dict[str, Any]:
+        """The BlockView fields of the metadata, raw and extra drawer."""
+        raw_html, raw_size, has_raw = None, "", stored_raw is not None
+        if has_raw:
+            if isinstance(stored_raw, StoredJson):
+                raw_text_len = len(stored_raw.text)
+            else:
+                raw_text_len = len(jsontext.dumps(stored_raw))
+            raw_size = size_label(raw_text_len)
+            if not self.fold or raw_text_len <= RAW_INLINE_CHARS:
+                raw, ok = self.decoded(stored_raw)
+                if ok:
+                    raw_html = safe(json_html(raw, self.unlimited(), css="drawer-json"))
+        return {
+            "metadata": safe(json_html(metadata, self.budget(), css="drawer-json")),
+            "extra": safe(json_html(extra, self.budget(), css="drawer-json")),
+            "raw": raw_html,
+            "raw_size": raw_size,
+            "has_raw": has_raw,
+        }
 
     def act(self, node: dict[str, Any]) -> ActView:
         self.load_image_types([node, *node.get("children", [])])
@@ -463,6 +554,16 @@ def _same_call(lead: RowView, row: RowView) -> bool:
     a, b = lead.acts[0].block, row.acts[0].block
     same_tool = a.head.get("name") == b.head.get("name")  # its call id differs, of course
     return a.sub_type == b.sub_type == "TOOL_CALL" and same_tool and a.body == b.body
+
+
+# A block whose drawer is loaded when it opens.
+_NO_DRAWER = {"metadata": "", "extra": "", "raw": None, "raw_size": "", "has_raw": False}
+
+
+def _stored_chars(value: Any) -> int:
+    if value is None:
+        return 0
+    return len(value.text) if isinstance(value, StoredJson) else len(jsontext.dumps(value))
 
 
 def _tone(role: str) -> str:

@@ -90,7 +90,7 @@ def trace_page(request, trace_id: str):
     """O(what it shows): the trace row, its counts, and the blocks of one chunk, read in
     stitched order from where the page starts (traces/order.py)."""
     trace = _trace(request, trace_id)
-    renderer = page.PageRenderer(request, trace)
+    renderer = page.PageRenderer(request, trace, drawers=False)
     counts = page.block_counts(trace)
     row_total = counts["MESSAGE"]
     start = min(_int_param(request, "after"), row_total)
@@ -175,13 +175,16 @@ def block_full(request, trace_id: str, block_id: str):
     block = _block(trace, block_id)
     as_text = request.GET.get("as") == "text"
     fold = request.GET.get("fold") == "1"  # back to the preview, after "Show all"
-    renderer = page.PageRenderer(request, trace, fold=fold, as_text=as_text)
+    target = htmx_target(request)
+    # Its drawer (#drawer-<block>) as the trace page shows it when it opens: folded.
+    drawer = target.startswith("drawer-")
+    renderer = page.PageRenderer(request, trace, fold=drawer or fold, as_text=as_text)
     node = {**block_of(block), "is_error": block.is_error}
     renderer.load_image_types([node])
     view = renderer.block(node)
-    if wants_partial(request):  # the block's raw (#raw-<block>) or body (#body-<block>)
-        partial = "raw" if htmx_target(request).startswith("raw-") else "block_body"
-        context = {"trace": trace, "b": view, "unfolded": not fold}
+    if wants_partial(request):  # the block's raw (#raw-<block>), body (#body-<block>), drawer
+        partial = "drawer_body" if drawer else "raw" if target.startswith("raw-") else "block_body"
+        context = {"trace": trace, "b": view, "can_edit": renderer.can_edit, "unfolded": not fold}
         return render_page(request, TEMPLATE, context, partial=partial)
     context = {
         "trace": trace,

@@ -17,7 +17,7 @@ from traces.services.imports import trace_import
 DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 TAU2_TRIALS = "tau2-bench/gpt-4.1_telecom_no-user_4trials_5tasks.json"  # 5 tasks x 4 trials
 TAU2_ERRORS = "tau2-bench/telecom_llm_agent_gpt-4o_user_gpt-4o_2025-08-10.json"
-INSPECT_ERRORS = "inspect-ai/log_tool_call_error.json"
+NO_USAGE = "invariant-explorer/sample_data.jsonl"  # 3 traces, no usage figures
 
 
 def real(org, *names: str):
@@ -99,15 +99,18 @@ def test_rewards_sort_with_the_unrewarded_last_both_ways(member_client, org):
 
 
 def test_tool_errors_column_filter_and_sort_on_real_logs(member_client, org):
-    dataset = real(org, TAU2_ERRORS, INSPECT_ERRORS)
+    dataset = real(org, TAU2_TRIALS, TAU2_ERRORS)
     html = page(member_client, dataset, "?errors=yes")
     found = rows(html)
-    # tau2's one tool result flagged `error: true` (run 12), Inspect's 11 tool errors
-    assert sorted(int(r[7]) for r in found) == [1, 11]
-    assert "2 traces matching the filters" in html
-    assert len(rows(page(member_client, dataset, "?errors=no"))) == 19  # of 21
+    # tau2's one tool result flagged `error: true` (telecom run 12)
+    assert [(r[2], int(r[7])) for r in found] == [
+        ("[service_issue]overdue_bill_suspension[PERSONA:Easy]", 1)
+    ]
+    assert "1 trace matching the filters" in html
+    assert len(rows(page(member_client, dataset, "?errors=no"))) == 39  # of 40
     by_errors = rows(page(member_client, dataset, "?sort=-errors"))
-    assert [int(r[7]) for r in by_errors[:3]] == [11, 1, 0]
+    assert [int(r[7]) for r in by_errors[:3]] == [1, 0, 0]
+    assert [int(r[7]) for r in rows(page(member_client, dataset, "?sort=errors"))[:1]] == [0]
 
 
 def test_several_filters_at_once_combine_with_and(member_client, tau2):
@@ -238,11 +241,11 @@ def test_a_hit_in_hostile_content_is_escaped(member_client, org):
 
 
 def test_search_finds_tool_errors_with_the_is_error_qualifier(member_client, org):
-    dataset = real(org, TAU2_ERRORS, INSPECT_ERRORS)
+    dataset = real(org, TAU2_TRIALS, TAU2_ERRORS)
     html = page(member_client, dataset, "?q=is%3Aerror")
-    assert sorted(int(r[7]) for r in rows(html)) == [1, 11]  # as the "has tool error" filter
+    assert [int(r[7]) for r in rows(html)] == [1]  # as the "has tool error" filter
     hits = re.findall(r'<a class="search-hit" href="[^"]*focus=(tb_\w+)', html)
-    assert len(hits) == 2
+    assert len(hits) == 1
     assert all(Block.objects.get(pk=block).is_error for block in hits)
     # With words: the errors that hold them; the same word outside an error is no hit.
     html = page(member_client, dataset, "?q=is%3Aerror+suspended")
@@ -285,9 +288,9 @@ def test_long_names_end_with_an_ellipsis_and_show_whole_on_hover(member_client, 
 
 
 def test_usage_columns_sort_and_the_dataset_totals_on_real_runs(member_client, org):
-    """tau2 carries tokens, cost and duration; the Inspect log none: its cells are empty
-    and it comes last whichever way the list sorts."""
-    dataset = real(org, TAU2_TRIALS, INSPECT_ERRORS)
+    """tau2 carries tokens, cost and duration; Invariant's sample none: its cells are
+    empty and its traces come last whichever way the list sorts."""
+    dataset = real(org, TAU2_TRIALS, NO_USAGE)
     html = page(member_client, dataset)
     for label in ("Tokens", "Cost", "Duration"):
         assert header_link(html, label)
@@ -295,14 +298,13 @@ def test_usage_columns_sort_and_the_dataset_totals_on_real_runs(member_client, o
     # index 0: 65,593 tokens in and 153 out, $0.034874, 7.997 s
     assert first[8:11] == ["65 746", "$0.0349", "8.0 s"]  # (rows() reads thin spaces as spaces)
     assert 'title="in 65\u2009593, out 153"' in html
-    inspect_row = [r for r in rows(html) if r[2] == ".../1"][0]
-    assert inspect_row[8:11] == ["—", "—", "—"]
+    unknown = [r[0] for r in rows(html) if r[8:11] == ["—", "—", "—"]]
+    assert unknown == ["20", "21", "22"]  # Invariant's three
     for sort in ("cost", "-cost", "tokens", "-tokens", "duration", "-duration"):
         ordered = rows(page(member_client, dataset, f"?sort={sort}"))
-        assert ordered[-1][2] == ".../1", sort  # unknown: last both ways
-        figures = [float(r[10].removesuffix(" s")) for r in ordered[:-1]] if "duration" in sort \
-            else None  # fmt: skip
-        if figures:
+        assert sorted(r[0] for r in ordered[-3:]) == unknown, sort  # unknown: last both ways
+        if "duration" in sort:
+            figures = [float(r[10].removesuffix(" s")) for r in ordered[:-3]]
             assert figures == sorted(figures, reverse=sort.startswith("-")), sort
     usage = html[html.index('<dl class="kv compact usage">') :]
     usage = usage[: usage.index("</dl>")]
@@ -367,3 +369,12 @@ def test_the_per_task_table_sorts_by_any_column(member_client, org):
     # The trace list's own links do not carry the table's sort.
     full = page(member_client, dataset, "?group=task_id&gsort=-mean")
     assert "gsort" not in trace_links(full)[0]
+
+
+def test_a_hostile_list_parameter_is_read_as_a_filter_and_escaped(member_client, tau2):
+    trace = tau2.traces.get(index=3)
+    hostile = '"><script>alert(1)</script>&sort=-reward&meta=<img src=x onerror=alert(1)>'
+    for list_query in (hostile, "sort=nonsense&reward=lots", "%00" * 10, "x" * 10_000):
+        response = member_client.get(reverse("trace", args=[trace.pk]), {"list": list_query})
+        assert response.status_code == 200
+        assert html_problems(response.content.decode()) == []

@@ -31,6 +31,8 @@ def test_it_marks_each_tool_error_the_log_names(org, member_client):
     assert errors == 11
     html = page(member_client, trace)
     assert html.count(">tool error</span>") == errors
+    # The log lost the turns that made these calls: each stand-in turn and call says so.
+    assert html.count(">not in the log</span>") == 2 * errors
 
 
 def test_it_marks_the_step_who_and_when_names_as_the_failure(org, member_client):

@@ -4,6 +4,7 @@ import base64
 import hashlib
 import io
 import json
+import re
 import time
 
 import pytest
@@ -18,6 +19,7 @@ from tests.explorer.conftest import (
     parse,
 )
 from traces.models import Block, Image, Trace
+from traces.services.annotations import block_extra_patch
 from traces.services.imports import trace_import
 from traces.services.traces import trace_patch
 
@@ -209,8 +211,15 @@ def test_raw_is_loaded_on_demand_when_large(member_client, trace_importer):
     message = Block.objects.get(trace=trace)
     html = member_client.get(page_url(trace)).content.decode()
     full_url = f"/t/{trace.pk}/b/{message.pk}/full"
-    assert f'hx-get="{full_url}" hx-target="#raw-{message.pk}"' in html
     assert html.count("word ") < 400  # neither payload nor raw rendered whole
+    # The drawer's contents come when it opens, with the control that loads the raw.
+    assert f'hx-get="{full_url}" hx-trigger="toggle once" hx-target="#drawer-{message.pk}"' in html
+    drawer = member_client.get(full_url, HTTP_HX_TARGET=f"drawer-{message.pk}", **HTMX)
+    assert drawer["X-Partial"] == "drawer_body"
+    drawer_html = drawer.content.decode()
+    assert drawer_html.startswith(f'<div class="drawer-body" id="drawer-{message.pk}"')
+    assert f'hx-get="{full_url}" hx-target="#raw-{message.pk}"' in drawer_html
+    assert drawer_html.count("word ") < 400
     # The block's page gives htmx the partial of the place it swaps (explorer/views/base.py).
     raw = member_client.get(full_url, HTTP_HX_TARGET=f"raw-{message.pk}", **HTMX)
     assert raw["X-Partial"] == "raw"
@@ -553,3 +562,22 @@ def test_reward_shown_from_metadata_when_extra_reward_is_not_a_number(trace_clie
     trace_patch(trace=imported_trace, extra={"reward": 0.5})
     html = trace_client.get(page_url(imported_trace)).content.decode()
     assert "from annotation" in html
+
+
+def test_a_drawer_s_metadata_raw_and_extra_come_when_it_opens(member_client, trace_importer):
+    event = {"role": "user", "content": "hi", "note-in-raw": "kept-in-raw"}
+    trace = trace_importer([[event]], dataset="drawers")[0]
+    message = Block.objects.get(trace=trace)
+    block_extra_patch(block=message, patch={"comment": "kept-in-extra"})
+    html = member_client.get(page_url(trace)).content.decode()
+    assert "kept-in-raw" not in html and "kept-in-extra" not in html
+    full_url = f"/t/{trace.pk}/b/{message.pk}/full"
+    drawer = member_client.get(full_url, HTTP_HX_TARGET=f"drawer-{message.pk}", **HTMX)
+    assert drawer.status_code == 200 and drawer["X-Partial"] == "drawer_body"
+    body = drawer.content.decode()
+    assert "kept-in-raw" in body and "kept-in-extra" in body and "event_index" in body
+    # The same drawer as the block's page shows, and the same foot as the page had.
+    whole = member_client.get(full_url).content.decode()
+    assert "kept-in-raw" in whole and "kept-in-extra" in whole
+    foot = re.search(r'<p class="drawer-foot small">.*?</p>', html, re.S).group(0)
+    assert foot in body

@@ -75,7 +75,7 @@ FORM_ACTION = re.compile(
     r"|t/[A-Za-z0-9_]+/annotations(/[A-Za-z0-9_]+/remove)?)$"
 )
 HX_TARGET = re.compile(
-    r"^(#(body|raw)-[A-Za-z0-9_]+|#annotations|closest \.more-rows|#outline)$"
+    r"^(#(body|raw|drawer)-[A-Za-z0-9_]+|#annotations|closest \.more-rows|#outline)$"
 )
 OWN_IMAGE = re.compile(r"^/t/[A-Za-z0-9_]+/images/[0-9a-f]{64}$")
 
@@ -234,7 +234,7 @@ class Checker(HTMLParser):
             if value not in ("outerHTML", "innerHTML"):
                 self.problems.append(f"<{tag} {name}={value!r}>")
         elif name == "hx-trigger":
-            if value != "revealed":
+            if value not in ("revealed", "toggle once"):  # more rows; a drawer opened
                 self.problems.append(f"<{tag} {name}={value!r}>")
         elif name == "hx-headers":
             if tag != "body":
@@ -323,8 +323,10 @@ def test_no_attack_runs_in_fragments_and_block_pages(member_client, hostile_trac
             partial = member_client.get(f"{base}/full", **HTMX)
             assert partial.status_code == 200
             check(partial.content.decode(), page=False)
-            raw = member_client.get(f"{base}/full", HTTP_HX_TARGET=f"raw-{block.pk}", **HTMX)
-            check(raw.content.decode(), page=False)
+            for target in (f"raw-{block.pk}", f"drawer-{block.pk}"):
+                part = member_client.get(f"{base}/full", HTTP_HX_TARGET=target, **HTMX)
+                assert part.status_code == 200
+                check(part.content.decode(), page=False)
             whole = member_client.get(f"{base}/full")
             assert whole.status_code == 200
             check(whole.content.decode(), page=True)

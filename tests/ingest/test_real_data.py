@@ -5,7 +5,6 @@ from collections import Counter
 import pytest
 
 from tests.conftest import SHARED_DATA
-from traces.errors import ImportFailed
 from traces.models import Block, Trace
 from traces.services.imports import trace_import
 
@@ -26,16 +25,11 @@ EXPECTED = {
     "inspect-ai/2025-05-12T20-27-36-04-00_browser.json": (1, {1.0: 1}),
     "inspect-ai/log_images.json": (1, {0.0: 1}),
     "inspect-ai/log_images_tc.json": (1, {0.0: 1}),
+    "inspect-ai/log_tool_call_error.json": (1, {None: 1}),
     "invariant-explorer/sample_data.jsonl": (3, {None: 3}),
     "who-and-when/algorithm-generated-1.json": (1, {0.0: 1}),
     "who-and-when/hand-crafted-1.json": (1, {0.0: 1}),
 }
-
-
-# Refused, with the number of located problems: Inspect's test log of tool errors keeps
-# eleven tool outputs without the assistant turns that called them (an unknown call id,
-# DESIGN.md; tests/ingest/test_tool_errors.py reads its outputs under their calls).
-REFUSED = {"inspect-ai/log_tool_call_error.json": 11}
 
 
 def test_the_expectations_cover_every_data_file():
@@ -46,21 +40,26 @@ def test_the_expectations_cover_every_data_file():
         for p in SHARED_DATA.rglob("*")
         if p.is_file() and p.name not in ("LICENSE", "README.md")
     }
-    assert found == set(EXPECTED) | set(REFUSED)
+    assert found == set(EXPECTED)
 
 
-@pytest.mark.parametrize("relative", sorted(REFUSED))
-def test_a_real_file_that_breaks_the_structure_is_refused_with_every_place(org, relative):
+def test_tool_outputs_whose_calls_the_log_lost_are_kept_under_calls_said_to_be_missing(org):
+    """Inspect's own log of tool errors keeps eleven outputs without the assistant turns
+    that called them: the run imports whole, each output under a stand-in call that the
+    block's metadata (and the page) says is not in the log, with no arguments made up."""
+    relative = "inspect-ai/log_tool_call_error.json"
     path = SHARED_DATA / relative
     if not path.is_file():
         pytest.skip(f"{path} is absent: the real benchmark files are not here")
-    with path.open("rb") as handle, pytest.raises(ImportFailed) as refused:
+    with path.open("rb") as handle:
         trace_import(organization=org, dataset_name="real", files=[(relative, handle)])
-    found = refused.value.problems
-    assert len(found) == REFUSED[relative]
-    assert {p["rule"] for p in found} == {"unknown_call_id"}
-    assert [p["event"] for p in found] == list(range(REFUSED[relative]))
-    assert not Trace.objects.exists()
+    calls = Block.objects.filter(sub_type="TOOL_CALL").order_by("number")
+    assert calls.count() == Block.objects.filter(sub_type="TOOL_RESULT").count() == 11
+    for call in calls:
+        assert call.metadata["not_in_log"].startswith("the log has this tool output")
+        assert call.metadata["arguments_missing"] is True and call.payload["arguments"] == {}
+        assert call.payload["name"] == "bash"
+    assert Trace.objects.get().tool_errors == 11
 
 
 @pytest.mark.slow  # every real benchmark file through trace_import

@@ -17,6 +17,7 @@ FILES = {
     SHARED_DATA / "tau2-bench" / "telecom_llm_agent_gpt-4o_user_gpt-4o_2025-08-10.json": 1,
     SHARED_DATA / "tau2-bench" / "gpt-4.1_telecom_no-user_4trials_5tasks.json": 0,
     REAL / "inspect_arith_zstd.eval": 1,
+    SHARED_DATA / "inspect-ai" / "log_tool_call_error.json": 11,
 }
 
 
@@ -36,8 +37,8 @@ def test_each_tool_error_of_a_real_file_is_marked_and_counted(org, path):
 
 def test_each_inspect_error_type_is_marked_under_its_call(org):
     """Inspect's test log of its eleven tool error types keeps the outputs without the
-    turns that called them (refused as it is: tests/ingest/test_real_data.py): each is
-    read here after an assistant turn that makes its call."""
+    turns that called them (imported as it is under stand-in calls:
+    tests/ingest/test_real_data.py): each is read here after a turn that makes its call."""
     path = SHARED_DATA / "inspect-ai" / "log_tool_call_error.json"
     if not path.is_file():
         pytest.skip(f"{path} is absent")

@@ -261,13 +261,16 @@ def _message(t: _Trace, event: dict[str, Any], i: int, raw: Any, content: Any) -
         payload["name"] = event["name"]
     calls = _tool_calls(event)
     thoughts = _thoughts(event)
+    # An adapter's stand-in for a turn its log lost (formats/inspect_ai.py): kept, said.
+    made_up = event.get("synthesized")
+    not_in_log = {"not_in_log": made_up} if isinstance(made_up, str) else {}
     if not content and (calls or thoughts) and role != "assistant":
         # A user who calls tools (tau2) has no text: keep the turn, note why.
         notes = {"empty_content_with_children": True}
         payload_for_check = {**payload, "role": "assistant"}
         parent = t.add(i, "MESSAGE", payload_for_check, None, raw, notes, stored_payload=payload)
     else:
-        parent = t.add(i, "MESSAGE", payload, None, raw)
+        parent = t.add(i, "MESSAGE", payload, None, raw, dict(not_in_log))
     if parent is None:
         return
     t.message = parent
@@ -276,7 +279,7 @@ def _message(t: _Trace, event: dict[str, Any], i: int, raw: Any, content: Any) -
     for text in thoughts:
         t.add(i, "THINK", {"text": text}, parent, None)
     for j, (call_id, name, arguments, given) in enumerate(calls):
-        notes: dict[str, Any] = {"call_index": j}
+        notes: dict[str, Any] = {"call_index": j, **not_in_log}
         if call_id is None or call_id == "":
             call_id = t.new_call_id(i, j)
             notes["call_id_generated"] = True

@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from tests.ingest.formats.helpers import DATA, problems, read_real, sample_of, traces
-from traces.ingest.formats.inspect_ai import FORMAT, resolve, score_reward
+from traces.ingest.formats.inspect_ai import FORMAT, NOT_IN_LOG, resolve, score_reward
 from traces.ingest.types import DatasetMetadata
 from traces.models import Block, Image, Trace
 from traces.selectors.exports import trace_events
@@ -176,22 +176,22 @@ def test_real_file_gives_every_sample_with_its_first_score(name: str) -> None:
     ]
     for trace, sample in zip(found, original["samples"], strict=True):
         assert "attachment://" not in json.dumps(trace.events)
-        assert len(trace.events) == len(sample["messages"])
+        # Every event as written, with a stand-in turn before each output whose call the
+        # log lost (with_missing_calls), and nothing else.
+        written = [e for e in trace.events if "synthesized" not in e]
+        assert len(written) == len(sample["messages"])
         if not sample.get("attachments"):
-            assert trace.events == sample["messages"]
+            assert written == sample["messages"]
 
 
-def test_a_tool_output_without_its_call_is_kept_as_written_for_the_importer_to_refuse():
-    sample = {
-        "id": 1,
-        "epoch": 1,
-        "messages": [
-            {"role": "user", "content": "go"},
-            {"role": "tool", "tool_call_id": "bash_1", "function": "bash", "content": "boom"},
-        ],
-    }
+def test_a_tool_output_without_its_call_gets_a_stand_in_call_said_to_be_missing():
+    output = {"role": "tool", "tool_call_id": "bash_1", "function": "bash", "content": "boom"}
+    sample = {"id": 1, "epoch": 1, "messages": [{"role": "user", "content": "go"}, output]}
     [trace] = traces(read({"eval": {"task": "t"}, "samples": [sample]}))
-    assert trace.events == sample["messages"]  # no call made up for it
+    user, stand_in, kept = trace.events
+    assert (user, kept) == (sample["messages"][0], output)  # as written
+    assert stand_in["tool_calls"] == [{"id": "bash_1", "function": "bash"}]  # no arguments
+    assert stand_in["synthesized"] == NOT_IN_LOG
 
 
 def test_a_real_image_part_is_stored_as_an_image_and_exported_as_written(org) -> None:

@@ -46,6 +46,35 @@ def resolve(value: Any, attachments: dict[str, Any]) -> Any:
     return value
 
 
+NOT_IN_LOG = "the log has this tool output but not the call that asked for it"
+
+
+def with_missing_calls(events: list[Any]) -> list[Any]:
+    """Events where every tool output answers a call. Some Inspect logs (its own log of
+    tool errors) keep outputs whose assistant turn is gone; refusing them would lose the
+    run, and an output must hang under a call. So before such an output stands an
+    assistant turn with the call it names (no arguments: none are known), marked
+    `synthesized`: the page says the call is not in the log (traces/ingest/events.py)."""
+    seen: set[Any] = set()
+    out: list[Any] = []
+    for event in events:
+        if isinstance(event, dict):
+            for call in event.get("tool_calls") or []:
+                if isinstance(call, dict):
+                    seen.add(call.get("id"))
+            call_id = event.get("tool_call_id")
+            if event.get("role") == "tool" and isinstance(call_id, str) and call_id not in seen:
+                name = event.get("function") if isinstance(event.get("function"), str) else None
+                call = {"id": call_id, "function": name or "unknown_tool"}
+                out.append(
+                    {"role": "assistant", "content": None, "tool_calls": [call],
+                     "synthesized": NOT_IN_LOG}
+                )  # fmt: skip
+                seen.add(call_id)
+        out.append(event)
+    return out
+
+
 def score_reward(value: Any) -> float | int | None:
     if isinstance(value, str):
         return LETTERS.get(value)
@@ -103,10 +132,7 @@ def sample_trace(
         return FormatProblem("a sample must be a JSON object", where)
     if not isinstance(sample.get("messages"), list):
         return FormatProblem("a sample needs a `messages` array", {**where, "field": "messages"})
-    # A tool output whose call the sample does not have (Inspect's own test logs keep
-    # outputs without their assistant turn) is refused with its place, as DESIGN.md
-    # says of an unknown call id: no call is made up for it.
-    events = resolve(sample["messages"], as_object(sample.get("attachments")))
+    events = with_missing_calls(resolve(sample["messages"], as_object(sample.get("attachments"))))
     metadata = kept({k: v for k, v in sample.items() if k != RUN})
     scores = sample.get("scores")
     if not isinstance(scores, dict) and isinstance(sample.get("score"), dict):
