@@ -38,7 +38,7 @@ test: install
 # PYTHONDONTWRITEBYTECODE is set: each worker otherwise compiles the project and rewrites
 # every test module's asserts again, ~5 s of CPU each. `--dist loadfile` keeps a module on one
 # worker, so data written once for a module (written_for_the_module) is written once.
-# Measured 26 Nov 2026 on a shared, busy 2-core machine: ~1,600 tests, 80-83 s of CPU
+# Measured 26 Nov 2026 on a shared, busy 2-core machine: ~1,600 tests, 80-89 s of CPU
 # (user+sys; 173 s before issue 9's clean-up), so ~40-45 s on two idle cores, not yet the
 # 30 s issue 9 asks for. `make test` still runs everything.
 test-fast: install
