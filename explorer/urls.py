@@ -1,7 +1,11 @@
+from collections.abc import Callable
+from types import ModuleType
+
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.core.exceptions import ImproperlyConfigured
 from django.templatetags.static import static
-from django.urls import include, path
+from django.urls import URLPattern, include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
@@ -18,6 +22,18 @@ from explorer.views import (
     upload,
 )
 
+DATASET, TRACE = "d/<str:dataset_id>/", "t/<str:trace_id>/"
+
+
+def pages(module: ModuleType, routes: dict[str, tuple[str, Callable]]) -> list[URLPattern]:
+    """The routes of one page, `routes` giving each URL name its route and its view, which
+    lives in the page's module of explorer/views/ (one module per page)."""
+    for name, (_, view) in routes.items():
+        if view.__module__ != module.__name__:
+            raise ImproperlyConfigured(f"{name}: {view.__qualname__} is not in {module.__name__}")
+    return [path(route, view, name=name) for name, (route, view) in routes.items()]
+
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
@@ -28,36 +44,44 @@ urlpatterns = [
     path("v1/docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("", include("traces.api.urls")),
     # Pages
-    path("", datasets.datasets_page, name="datasets"),
-    path("d/<str:dataset_id>/", dataset.dataset_page, name="dataset"),
-    path("d/<str:dataset_id>/export", dataset.dataset_export, name="dataset-export"),
-    path("d/<str:dataset_id>/visibility", dataset.dataset_visibility, name="dataset-visibility"),
-    path("d/<str:dataset_id>/edit", dataset_settings.dataset_edit, name="dataset-edit"),
-    path("d/<str:dataset_id>/delete", dataset_settings.dataset_remove, name="dataset-delete"),
-    path("d/<str:dataset_id>/labels", labels.dataset_label_add, name="dataset-label-add"),
-    path(
-        "d/<str:dataset_id>/labels/<str:label_id>/remove",
-        labels.dataset_label_remove,
-        name="dataset-label-remove",
-    ),
-    path("upload/", upload.upload_page, name="upload"),
-    path("keys/", keys.keys_page, name="api-keys"),
-    path("keys/<str:key_id>/revoke", keys.key_revoke, name="api-key-revoke"),
-    path("t/<str:trace_id>/", trace.trace_page, name="trace"),
-    path("t/<str:trace_id>/reward", trace.trace_reward, name="trace-reward"),
-    path("t/<str:trace_id>/outline", trace.trace_outline, name="trace-outline"),
-    path("t/<str:trace_id>/annotations", labels.trace_annotate, name="trace-annotate"),
-    path(
-        "t/<str:trace_id>/annotations/<str:annotation_id>/remove",
-        labels.annotation_remove,
-        name="annotation-remove",
-    ),
-    path("t/<str:trace_id>/b/<str:block_id>/full", trace.block_full, name="block-full"),
-    path("t/<str:trace_id>/b/<str:block_id>/reward", trace.block_reward, name="block-reward"),
-    path("t/<str:trace_id>/images/<str:sha256>", images.trace_image, name="trace-image"),
-    path("compare/traces/", compare.compare_traces_page, name="compare-traces"),
-    path("compare/datasets/", compare.compare_datasets_page, name="compare-datasets"),
-]
+    *pages(datasets, {"datasets": ("", datasets.datasets_page)}),
+    *pages(dataset, {
+        "dataset": (DATASET, dataset.dataset_page),
+        "dataset-export": (f"{DATASET}export", dataset.dataset_export),
+        "dataset-visibility": (f"{DATASET}visibility", dataset.dataset_visibility),
+    }),
+    *pages(dataset_settings, {
+        "dataset-edit": (f"{DATASET}edit", dataset_settings.dataset_edit),
+        "dataset-delete": (f"{DATASET}delete", dataset_settings.dataset_remove),
+    }),
+    *pages(labels, {
+        "dataset-label-add": (f"{DATASET}labels", labels.dataset_label_add),
+        "dataset-label-remove": (
+            f"{DATASET}labels/<str:label_id>/remove", labels.dataset_label_remove
+        ),
+        "trace-annotate": (f"{TRACE}annotations", labels.trace_annotate),
+        "annotation-remove": (
+            f"{TRACE}annotations/<str:annotation_id>/remove", labels.annotation_remove
+        ),
+    }),
+    *pages(upload, {"upload": ("upload/", upload.upload_page)}),
+    *pages(keys, {
+        "api-keys": ("keys/", keys.keys_page),
+        "api-key-revoke": ("keys/<str:key_id>/revoke", keys.key_revoke),
+    }),
+    *pages(trace, {
+        "trace": (TRACE, trace.trace_page),
+        "trace-reward": (f"{TRACE}reward", trace.trace_reward),
+        "trace-outline": (f"{TRACE}outline", trace.trace_outline),
+        "block-full": (f"{TRACE}b/<str:block_id>/full", trace.block_full),
+        "block-reward": (f"{TRACE}b/<str:block_id>/reward", trace.block_reward),
+    }),
+    *pages(images, {"trace-image": (f"{TRACE}images/<str:sha256>", images.trace_image)}),
+    *pages(compare, {
+        "compare-traces": ("compare/traces/", compare.compare_traces_page),
+        "compare-datasets": ("compare/datasets/", compare.compare_datasets_page),
+    }),
+]  # fmt: skip
 
 handler404 = "explorer.errors.not_found"
 handler500 = "explorer.errors.server_error"

@@ -53,6 +53,7 @@ def trace(org: Organization) -> Trace:
     return result.dataset.traces.get()
 
 
+@pytest.mark.slow  # every admin page of every model (about a second)
 def test_changelists_and_change_pages_answer(admin_client, trace: Trace) -> None:
     block = trace.blocks.order_by("created_at", "id").first()
     pages = [

@@ -3,6 +3,7 @@ import yaml
 from django.core.management import call_command
 
 
+@pytest.mark.slow  # validates the whole OpenAPI document (about a second)
 def test_the_schema_validates_and_describes_every_endpoint(db, tmp_path):
     out = tmp_path / "schema.yaml"
     call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(out))

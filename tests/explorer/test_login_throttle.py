@@ -87,6 +87,7 @@ def test_failures_spread_over_addresses_do_not_lock_out_the_username(ann):
     assert sign_in(client, "ann", "right-password", address="10.0.2.1").status_code == 302
 
 
+@pytest.mark.slow  # dozens of refused sign-ins (about a second)
 def test_an_address_guessing_many_usernames_is_locked_out_at_its_own_higher_limit(ann):
     address_limit = settings.LOGIN_ADDRESS_FAILURE_LIMIT
     assert address_limit > LIMIT

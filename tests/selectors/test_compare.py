@@ -130,6 +130,7 @@ def _blocks(trace: Trace) -> list[Block]:
     return list(Block.objects.filter(trace=trace).order_by("created_at", "id"))
 
 
+@pytest.mark.slow  # real runs at their real size (about a second)
 def test_real_runs_of_one_task_align_as_a_longest_common_subsequence(org):
     """Every pair of trials of each task: the four of gpt-4.1 (mostly alike), and each
     against grok-3's run of the same task (another model: they diverge)."""
@@ -263,6 +264,7 @@ def test_two_models_on_the_tasks_they_share(org):
         )
 
 
+@pytest.mark.slow  # real runs at their real size (about a second)
 def test_two_slices_of_one_upload(org):
     """Both files in one dataset, sliced by trial: trial 1 (gpt-4.1's) against trial 0
     (gpt-4.1's first and grok-3's runs)."""

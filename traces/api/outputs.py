@@ -65,33 +65,19 @@ class ErrorOut(serializers.Serializer):
     error = ErrorBodyOut()
 
 
+def _answer(out: type[serializers.Serializer], obj: Any, **attributes: str) -> dict[str, Any]:
+    """What `out` describes, read from `obj`, in its fields' order: each field from the
+    attribute of its name (or the one `attributes` names); one not required may be absent."""
+    answer = {}
+    for name, field in out._declared_fields.items():
+        attribute = attributes.get(name, name)
+        answer[name] = getattr(obj, attribute) if field.required else getattr(obj, attribute, None)
+    return answer
+
+
 def dataset_out(dataset: Dataset) -> dict[str, Any]:
-    return {
-        "id": dataset.id,
-        "name": dataset.name,
-        "description": dataset.description,
-        "metadata": dataset.metadata,
-        "is_public": dataset.is_public,
-        "trace_count": getattr(dataset, "trace_count", None),
-        "created_at": dataset.created_at,
-        "updated_at": dataset.updated_at,
-    }
+    return _answer(DatasetOut, dataset)
 
 
 def trace_out(trace: Trace) -> dict[str, Any]:
-    return {
-        "id": trace.id,
-        "dataset": trace.dataset_id,
-        "index": trace.index,
-        "name": trace.name,
-        "metadata": trace.metadata,
-        "extra": trace.extra,
-        "reward": trace.reward,
-        "block_count": trace.block_count,
-        "input_tokens": trace.input_tokens,
-        "output_tokens": trace.output_tokens,
-        "cost_usd": trace.cost_usd,
-        "duration_seconds": trace.duration_seconds,
-        "created_at": trace.created_at,
-        "updated_at": trace.updated_at,
-    }
+    return _answer(TraceOut, trace, dataset="dataset_id")
