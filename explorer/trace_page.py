@@ -11,6 +11,7 @@ from functools import cached_property
 from typing import Any
 from urllib.parse import quote
 
+from django.template.loader import get_template
 from django.templatetags.static import static
 from django.urls import reverse
 
@@ -178,6 +179,7 @@ class BlockView:
     # static cost ~20 µs a call: several a block made a page's blocks cost twice as much).
     trace_url: str = ""
     icon_url: str = ""
+    head_template: Any = None  # its kind's head partial (PageRenderer.head_template)
     # Whether the metadata, raw and extra drawer's contents are here; else the page loads
     # them when the drawer opens (the `drawer_body` partial of the block's view).
     drawer: bool = True
@@ -298,6 +300,7 @@ class PageRenderer:
         self.drawers = drawers
         self.trace_url = reverse("trace", args=[trace.pk])
         self._static: dict[str, str] = {}
+        self._heads: dict[str, Any] = {}
         self.can_edit = allows(actor(request), Action.WRITE, trace)
         self.ctx = Context(image_url=self.image_url, as_text=as_text)
         self.effort = Effort()  # one for the whole response (explorer/render/effort.py)
@@ -309,6 +312,14 @@ class PageRenderer:
 
     def image_url(self, sha: str) -> str:
         return reverse("trace-image", args=[self.trace.pk, sha])
+
+    def head_template(self, view: str) -> Any:
+        """The head partial of a kind's `view` (explorer/trace.html#kind-<view>), looked up
+        once a response: `{% include %}` of a template object costs no lookup a block."""
+        found = self._heads.get(view)
+        if found is None:
+            found = self._heads[view] = get_template(f"explorer/trace.html#kind-{view}").template
+        return found
 
     def static(self, path: str) -> str:
         """The URL of a static file, looked up once a response."""
@@ -374,6 +385,7 @@ class PageRenderer:
             awaits_children=bool(kinds.children_of(kind.sub_type)), cost=len(body),
             number=node.get("number"), trace_url=self.trace_url,
             icon_url=self.static(kind.icon), drawer=self.drawers,
+            head_template=self.head_template(kind.view),
         )  # fmt: skip
 
     def block(self, node: dict[str, Any]) -> BlockView:
@@ -443,6 +455,7 @@ class PageRenderer:
             is_error=bool(node.get("is_error")),
             trace_url=self.trace_url,
             icon_url=self.static(kind.icon),
+            head_template=self.head_template(kind.view),
             drawer=drawer is not None,
         )
 
