@@ -83,7 +83,7 @@ def test_0009_gives_each_organization_its_images_and_links_the_traces_using_them
 def test_0014_gives_stored_blocks_their_place_in_the_stitched_order_and_counts(migrated_back):
     apps = migrated_back("0013_merge_reading")
     trace = blocks_of_one_call(apps, "acme", [None, 2, 0])
-    apps = migrated_back("0014_perfpage_stitched_order")
+    apps = migrated_back("0014_order_usage_tasks")
     Block, Trace = apps.get_model("traces", "Block"), apps.get_model("traces", "Trace")
     rows = Block.objects.filter(trace_id=trace.pk).order_by("turn", "act", "step", "result_seq")
     places = list(rows.values_list("id", "turn", "act", "step", "number"))
@@ -96,8 +96,8 @@ def test_0014_gives_stored_blocks_their_place_in_the_stitched_order_and_counts(m
     assert counts == {"MESSAGE": 1, "TOOL_CALL": 1, "THINK": 0, "TOOL_RESULT": 3, "ORPHAN": 0}
 
 
-def test_0016_fills_the_task_and_trial_of_existing_traces(migrated_back):
-    apps = migrated_back("0015_formats_usage")
+def test_0014_fills_the_task_and_trial_of_existing_traces(migrated_back):
+    apps = migrated_back("0013_merge_reading")
     Organization, Trace = (apps.get_model("traces", name) for name in ("Organization", "Trace"))
     org = Organization.objects.create(slug="tasks", name="tasks")
     metas = {
@@ -108,7 +108,7 @@ def test_0016_fills_the_task_and_trial_of_existing_traces(migrated_back):
     }
     for trace_id, metadata in metas.items():
         Trace.objects.create(id=trace_id, organization=org, metadata=metadata)
-    apps = migrated_back("0016_reading_task_trial_sorts")
+    apps = migrated_back("0014_order_usage_tasks")
     Trace = apps.get_model("traces", "Trace")
     found = dict(
         (trace_id, (task, trial))
