@@ -30,7 +30,8 @@ def _trial_number(value: Any) -> int | None:
         return None
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) < 10:
+    text = value.strip() if isinstance(value, str) else ""
+    if text.isascii() and text.isdigit() and len(text) < 10:
         value = int(value.strip())
     if isinstance(value, int) and -TRIAL_LIMIT <= value <= TRIAL_LIMIT:
         return value

@@ -76,7 +76,7 @@ def _place(request, trace: Trace) -> tuple[int, int] | None:
     found = None
     if _BLOCK_ID.match(focus):
         found = block_place(trace=trace, block_id=focus)
-    elif request.GET.get("block", "").strip().isdigit():
+    elif _ASCII_DIGITS.fullmatch(request.GET.get("block", "").strip()):
         found = block_place(trace=trace, number=int(request.GET["block"].strip()[:12]))
     if found is None or found[0] is None:
         return None
@@ -94,7 +94,7 @@ def trace_page(request, trace_id: str):
     counts = page.block_counts(trace)
     row_total = counts["MESSAGE"]
     start = min(_int_param(request, "after"), row_total)
-    if request.GET.get("row", "").strip().isdigit():  # "go to row n", n from 1
+    if _ASCII_DIGITS.fullmatch(request.GET.get("row", "").strip()):  # "go to row n", from 1
         start = min(max(0, int(request.GET["row"].strip()[:12]) - 1), row_total)
     acts_from = _int_param(request, "acts") if start < row_total else 0
     if wants_partial(request):  # the next chunk, asked for by the one before
@@ -207,6 +207,13 @@ class RewardInputError(ValueError):
     pass
 
 
+# A number as a person types it, in ASCII digits (NaN and infinity are refused later).
+_NUMBER = re.compile(
+    r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:nan|inf|infinity)", re.I
+)
+_ASCII_DIGITS = re.compile(r"[0-9]{1,12}")
+
+
 def _reward_from_post(post) -> Any:
     """The reward a form asks for: 1, 0, None (clear) or the number typed."""
     action = post.get("action", "")
@@ -219,8 +226,10 @@ def _reward_from_post(post) -> Any:
     text = post.get("value", "").strip()
     if not text:
         raise RewardInputError("Enter a number.")
+    if not _NUMBER.fullmatch(text):  # float() would take "1_0" as 10 and other scripts' digits
+        raise RewardInputError(f"“{text[:40]}” is not a number.")
     try:
-        number = int(text) if re.fullmatch(r"[+-]?\d{1,15}", text) else float(text)
+        number = int(text) if re.fullmatch(r"[+-]?[0-9]{1,15}", text) else float(text)
     except ValueError:
         raise RewardInputError(f"“{text[:40]}” is not a number.") from None
     try:

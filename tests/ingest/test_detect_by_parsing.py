@@ -117,3 +117,17 @@ def test_an_event_list_without_roles_is_named_once_with_the_formats(org):
         "an event list without roles: none of its 2 items has `role` (their keys: kind, text)"
     )
     assert "- openhands: " in found["message"]
+
+
+@pytest.mark.parametrize("padding", [0, 300_000])
+def test_an_unpaired_low_surrogate_escape_in_one_json_value_is_refused_with_its_reason(
+    org, padding
+):
+    body = '{"name": "s2", "messages": [{"role": "user", "content": "%sa\\udc00b"}]}' % (
+        "x" * padding
+    )
+    with pytest.raises(ImportFailed) as refused:
+        trace_import(organization=org, dataset_name="s", files=[as_file(body, "s2.json")])
+    [found] = refused.value.problems
+    assert found["rule"] == "json" and "not valid Unicode" in found["message"]
+    assert not Trace.objects.exists()

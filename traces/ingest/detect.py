@@ -103,9 +103,16 @@ def sniff(stream: BinaryIO) -> Sniff:
                 keys.add(value)
             elif event == "map_key" and depth == 2 and in_first_item:
                 item_keys.add(value)
-    except ijson.JSONError as exc:
+    except (ijson.JSONError, UnicodeDecodeError) as exc:
+        # The C parser raises UnicodeDecodeError for an unpaired surrogate escape (\udc00).
         if done_first or _looks_like_lines(head):
             multiple = True  # the JSON Lines reader reports the broken line
+        elif isinstance(exc, UnicodeDecodeError):
+            raise FormatProblem(
+                "invalid JSON: a string is not valid Unicode (an unpaired surrogate escape "
+                "such as \\udc00?)",
+                rule="json",
+            ) from None
         else:
             raise FormatProblem(f"invalid JSON: {exc}", rule="json") from None
     finally:

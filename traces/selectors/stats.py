@@ -475,7 +475,7 @@ def _sort_key(group: Group) -> tuple:
         return (2, group.value_json)
     if isinstance(value, str):
         # "task-2" before "task-10": digits compare as numbers.
-        parts = [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in _split_digits(value)]
+        parts = [(0, int(p), "") if _digit(p[0]) else (1, 0, p) for p in _split_digits(value)]
         return (1, parts)
     return (0, value)
 
@@ -483,7 +483,7 @@ def _sort_key(group: Group) -> tuple:
 def _split_digits(text: str) -> list[str]:
     out, current = [], ""
     for ch in text:
-        if current and ch.isdigit() != current[-1].isdigit():
+        if current and _digit(ch) != _digit(current[-1]):
             out.append(current)
             current = ""
         current += ch
@@ -492,13 +492,21 @@ def _split_digits(text: str) -> list[str]:
     return out
 
 
+def _digit(ch: str) -> bool:
+    return "0" <= ch <= "9"  # str.isdigit() takes "²", which int() refuses
+
+
+def _digit_run(text: str) -> bool:
+    return bool(text) and all(map(_digit, text))
+
+
 def group_sort_known(sort: str) -> bool:
     """Whether `sort` names a column of the groups table ("-" before it: descending)."""
     name = sort.removeprefix("-")
     if name in ("value", "count", "mean"):
         return True
     for prefix in ("pass", "hat"):
-        if name.startswith(prefix) and name[len(prefix) :].isdigit():
+        if name.startswith(prefix) and _digit_run(name[len(prefix) :]):
             return 1 <= int(name[len(prefix) :]) <= PASS_K_MAX
     return False
 

@@ -28,7 +28,7 @@ def _failure(log: dict[str, Any]) -> dict[str, Any] | None:
     turn that caused the failure (written as a string); the import stores the id of the
     block that turn became in `failure.block` (traces/ingest/failure.py)."""
     step = log.get("mistake_step")
-    if isinstance(step, str) and step.strip().isdigit():
+    if isinstance(step, str) and step.strip().isascii() and step.strip().isdigit():
         step = int(step)
     if not (isinstance(step, int) and not isinstance(step, bool)) and not log.get("mistake_agent"):
         return None
