@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
+from explorer.render.text import visible_text
 from traces import jsontext
 from traces.models import Trace
 from traces.rewards import rate_tone, reward_tone
@@ -383,7 +384,7 @@ def _snippet(hit: SearchHit) -> str:
     text = _JSON_PUNCTUATION.sub(" ", text)
     for escaped, plain in (("\\n", " "), ("\\t", " "), ('\\"', '"'), ("\\\\", "\\")):
         text = text.replace(escaped, plain)
-    text = " ".join(text.split())
+    text = visible_text(" ".join(text.split()))  # no bidi control reorders the line
     return ("…" if hit.cut_before else "") + text + ("…" if hit.cut_after else "")
 
 

@@ -1,6 +1,7 @@
 """What a trace page shows, as view models: rows of the stitched tree with their
 blocks rendered safely and folded, chunked so that a long trace opens fast."""
 
+import hashlib
 import itertools
 import math
 import re
@@ -175,6 +176,7 @@ class BlockView:
     labels: list[str] = field(default_factory=list)  # names of its failure labels
     without_text: bool = False  # a message with no text (a turn that only calls tools)
     is_error: bool = False  # a tool result its log flags as a tool error
+    same_as: str = ""  # a call's tool and whole arguments, to group repeats (not its preview)
     # Its trace's page URL and its icon's, each looked up once a response (reverse and
     # static cost ~20 µs a call: several a block made a page's blocks cost twice as much).
     trace_url: str = ""
@@ -453,6 +455,7 @@ class PageRenderer:
             number=node.get("number"),
             without_text=kind.render == "content" and value in (None, ""),
             is_error=bool(node.get("is_error")),
+            same_as=_call_key(head.get("name"), value) if kind.sub_type == "TOOL_CALL" else "",
             trace_url=self.trace_url,
             icon_url=self.static(kind.icon),
             head_template=self.head_template(kind.view),
@@ -565,8 +568,7 @@ def _same_call(lead: RowView, row: RowView) -> bool:
     if not (lead.message.without_text and row.message.without_text):
         return False
     a, b = lead.acts[0].block, row.acts[0].block
-    same_tool = a.head.get("name") == b.head.get("name")  # its call id differs, of course
-    return a.sub_type == b.sub_type == "TOOL_CALL" and same_tool and a.body == b.body
+    return a.sub_type == b.sub_type == "TOOL_CALL" and a.same_as == b.same_as != ""
 
 
 # A block whose drawer is loaded when it opens.
@@ -577,6 +579,13 @@ def _stored_chars(value: Any) -> int:
     if value is None:
         return 0
     return len(value.text) if isinstance(value, StoredJson) else len(jsontext.dumps(value))
+
+
+def _call_key(name: Any, arguments: Any) -> str:
+    """A digest of a call's tool and whole arguments (its call id aside): equal only for
+    the same call, whatever its preview shows."""
+    text = jsontext.dumps([name, arguments])
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 def _tone(role: str) -> str:
@@ -705,13 +714,14 @@ def outline_rows(rows: list[tuple]) -> list[OutlineRow]:
             role = _ROLE.search(head)
             text = _TEXT.search(head)
             preview = visible_text(_json_string(text[1]) if text else "")[:PREVIEW_CHARS]
-            out.append(OutlineRow(turn, block_id, number, role[1] if role else "", preview))
+            role_text = visible_text(_json_string(role[1])) if role else ""
+            out.append(OutlineRow(turn, block_id, number, role_text, preview))
         if not out or out[-1].index != turn:
             continue
         entry = out[-1]
         if sub_type == "TOOL_CALL":
             name = _NAME.search(head)
-            entry.tools.append(name[1] if name else "?")
+            entry.tools.append(visible_text(_json_string(name[1])) if name else "?")
         elif sub_type == "THINK":
             entry.thinks += 1
         elif step:

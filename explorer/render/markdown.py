@@ -15,7 +15,7 @@ from explorer.render.effort import Effort
 from explorer.render.fidelity import markdown_keeps
 from explorer.render.fold import Budget
 from explorer.render.images import OWN_IMAGE_URL, image_html, image_ref
-from explorer.render.text import CONTROLS, VISIBLE_CONTROLS, esc, text_html, visible_text
+from explorer.render.text import BIDI, CONTROLS, VISIBLE_MARKS, esc, text_html, visible_text
 
 _MD_TAGS = {
     "a", "p", "br", "hr", "strong", "em", "b", "i", "del", "s", "code", "pre", "blockquote",
@@ -125,8 +125,8 @@ def markdown_html(text: str, ctx: Context | None = None, effort: Effort | None =
     text = text.replace("\r\n", "\n")
     if not effort.may_parse_markdown(text):
         return f'<pre class="text">{esc(visible_text(text))}</pre>'
-    if CONTROLS.search(text):
-        text = text.translate(VISIBLE_CONTROLS)
+    if CONTROLS.search(text) or BIDI.search(text):  # no bidi control reorders the text
+        text = text.translate(VISIBLE_MARKS)
     rendered = MARKDOWN.render(text, {"ctx": ctx, "effort": effort})
     return CLEANER.clean(rendered)
 

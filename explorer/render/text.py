@@ -31,7 +31,9 @@ VISIBLE_CONTROLS = {
     for code in (*range(0x20), 0x7F, *range(0x80, 0xA0))
     if code not in (0x09, 0x0A)
 }
-_VISIBLE = {**VISIBLE_CONTROLS, **{code: f"\u27e8U+{code:04X}\u27e9" for code in BIDI_CODES}}
+VISIBLE_MARKS = {
+    **VISIBLE_CONTROLS, **{code: f"\u27e8U+{code:04X}\u27e9" for code in BIDI_CODES}
+}
 
 
 def visible_text(text: str) -> str:
@@ -39,7 +41,7 @@ def visible_text(text: str) -> str:
     control or bidi character replaced by a visible stand-in. Not yet HTML-escaped."""
     text = text.replace("\r\n", "\n").replace("\r", "\u240d\n")
     if CONTROLS.search(text) or BIDI.search(text):
-        text = text.translate(_VISIBLE)
+        text = text.translate(VISIBLE_MARKS)
     return text
 
 

@@ -127,3 +127,34 @@ def test_the_compare_pages_show_the_names_visibly(members_client, bidi_dataset):
 def test_the_stored_names_keep_their_characters(bidi_dataset):
     assert bidi_dataset.name == DATASET
     assert Trace.objects.filter(dataset=bidi_dataset, name=TRACE).exists()
+
+
+def test_no_bidi_control_of_content_reorders_a_message_an_outline_a_hit_or_a_diff(
+    members_client, ui_org
+):
+    """Attacker review, finding 4: content (not names) reached four views with its bidi
+    controls active: Markdown messages, search hits, the outline and the compare diff."""
+    spoof = "Pay to \u202eredda\u202c now"
+    role = "agent\u202evil"
+    events = [
+        {"role": "user", "content": spoof},
+        {"role": role, "content": "thinking"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "function": {"name": "to\u202eol", "arguments": {"x": spoof}}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": spoof},
+    ]  # fmt: skip
+    dataset = import_lines(ui_org, "bidi content", [events, events[:2]])
+    one, two = Trace.objects.filter(dataset=dataset).order_by("index")
+    urls = [
+        reverse("trace", args=[one.pk]),
+        reverse("trace-outline", args=[one.pk]),
+        reverse("dataset", args=[dataset.pk]) + "?q=redda",
+        reverse("compare-traces") + f"?a={one.pk}&b={two.pk}",
+    ]
+    for url in urls:
+        response = members_client.get(url)
+        assert response.status_code == 200, url
+        text = shown_text(response.content.decode())
+        assert not CONTROLS.search(text), (url, CONTROLS.findall(text))
+    html = members_client.get(urls[0]).content.decode()
+    assert "Pay to ⟨U+202E⟩redda" in html

@@ -3,9 +3,11 @@ only calls tools shows its call, the system prompt starts folded, the same call 
 and again is grouped, every "Show all" can be folded again, and the tool errors and the
 failure step a log names are marked. Real logs from ../shared/data."""
 
+import json
+
 import pytest
 
-from tests.conftest import SHARED_DATA
+from tests.conftest import SHARED_DATA, as_file
 from traces.models import Block, Trace
 from traces.services.imports import trace_import
 
@@ -102,3 +104,18 @@ def test_big_json_metadata_is_pretty_printed_under_a_fold(org, member_client):
     shown = item[item.index('<pre class="text">') :]
     # indented, one key a line
     assert "\n  &quot;reward&quot;: " in shown or '\n  "reward": ' in shown
+
+
+def test_calls_that_differ_beyond_their_preview_are_not_grouped(org, member_client):
+    # Attacker review: the grouping compared the previews, so arguments that differ past
+    # the fold ("A" * 3000 + a different tail) were shown as the same call four times.
+    events = [{"role": "user", "content": "go"}]
+    for n in range(4):
+        call = {"id": f"c{n}", "type": "function",
+                "function": {"name": "run", "arguments": json.dumps({"cmd": "A" * 3000 + f" TAIL{n}"})}}  # fmt: skip  # noqa: E501
+        events += [{"role": "assistant", "content": None, "tool_calls": [call]},
+                   {"role": "tool", "tool_call_id": f"c{n}", "content": "ok"}]  # fmt: skip
+    trace_import(organization=org, dataset_name="spoof", files=[as_file(json.dumps(events))])
+    html = page(member_client, Trace.objects.get(dataset__name="spoof"))
+    assert '<details class="repeats">' not in html
+    assert html.count('class="block k-call') == 4
