@@ -263,3 +263,12 @@ def test_an_api_write_meeting_the_lock_answers_503_busy(api):
     assert error["code"] == "BUSY"
     assert error["details"] == {"retry_after_seconds": 5}
     assert not Trace.objects.filter(name="meanwhile").exists()
+
+
+def test_more_query_parameters_than_django_takes_is_a_400_envelope(api):
+    query = "&".join(f"x{i}=1" for i in range(1100))
+    response = api.get(f"{BASE}/whoami?{query}")
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert (error["code"], error["http_status"]) == ("BAD_REQUEST", 400)
+    assert "DATA_UPLOAD_MAX_NUMBER_FIELDS" in error["message"]

@@ -4,6 +4,7 @@ import logging
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import SuspiciousOperation
 from django.http import Http404, HttpRequest, JsonResponse
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
@@ -65,6 +66,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         return Response(envelope("NOT_FOUND", 404, "not found"), status=404)
     if isinstance(exc, DjangoPermissionDenied):
         return Response(envelope("FORBIDDEN", 403, str(exc) or "forbidden"), status=403)
+    if isinstance(exc, SuspiciousOperation):  # e.g. more query parameters than Django takes
+        return Response(envelope("BAD_REQUEST", 400, str(exc) or "bad request"), status=400)
     for exc_type, code in _DRF_CODES:
         if isinstance(exc, exc_type):
             status = 422 if code == "VALIDATION" else exc.status_code
