@@ -4,10 +4,12 @@ flag to import anyway (issue 11 item 6): service, CLI and upload page."""
 import io
 import json
 
+import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
 from tests.conftest import as_file
+from traces.errors import ImportFailed
 from traces.models import Trace
 from traces.services.imports import trace_import
 
@@ -125,3 +127,36 @@ def test_a_streamed_line_and_a_short_one_have_the_same_content_hash(org, monkeyp
     )
     assert (again.traces, again.blocks, len(again.skipped)) == (0, 0, 1)
     assert Trace.objects.count() == 1
+
+
+def test_an_import_racing_another_of_the_same_trace_writes_nothing(org, monkeypatch):
+    """Attacker review: four uploads of one file at once stored four copies, each having
+    read the dataset's hashes before any wrote. Played here in order: the second import
+    read the hashes (none) before the first wrote; under the dataset's lock it sees the
+    trace written meanwhile and writes nothing, saying why; uploaded again, it is skipped."""
+    import traces.services.imports as imports
+
+    read_before = imports._dataset_hashes
+    trace_import(organization=org, dataset_name="d", files=[as_file(json.dumps(EVENTS))])
+    monkeypatch.setattr(imports, "_dataset_hashes", lambda **kwargs: set())
+    with pytest.raises(ImportFailed) as refused:
+        trace_import(organization=org, dataset_name="d", files=[as_file(json.dumps(EVENTS))])
+    [found] = refused.value.problems
+    assert (found["rule"], found["code"]) == ("imported_meanwhile", "CONFLICT")
+    assert "just written 1 of these traces" in found["message"]
+    assert Trace.objects.count() == 1
+    monkeypatch.setattr(imports, "_dataset_hashes", read_before)
+    again = trace_import(organization=org, dataset_name="d", files=[as_file(json.dumps(EVENTS))])
+    assert (again.traces, len(again.skipped), Trace.objects.count()) == (0, 1, 1)
+
+
+def test_allowed_duplicates_are_not_refused_as_a_race(org, monkeypatch):
+    import traces.services.imports as imports
+
+    trace_import(organization=org, dataset_name="d", files=[as_file(json.dumps(EVENTS))])
+    monkeypatch.setattr(imports, "_dataset_hashes", lambda **kwargs: set())
+    trace_import(
+        organization=org, dataset_name="d", files=[as_file(json.dumps(EVENTS))],
+        allow_duplicates=True,
+    )  # fmt: skip
+    assert Trace.objects.count() == 2

@@ -116,6 +116,7 @@ class _Spool:
     ) -> None:
         # The content hashes of the traces the dataset has, then of those spooled.
         self.hashes = hashes if hashes is not None else set()
+        self.spooled_hashes: list[str] = []  # of the traces this upload writes, once each
         self.allow_duplicates = allow_duplicates
         # Whether the dataset has a trace of that name; the names given to the traces that
         # asked for a unique one (TraceDraft.unique_name) in this upload.
@@ -189,6 +190,8 @@ class _Spool:
                 del self.error_blocks[-errors:]
             return False
         self.hashes.add(content_hash)
+        if not self.allow_duplicates:
+            self.spooled_hashes.append(content_hash)
         name = self._unique(trace.name[:490]) if draft.unique_name and trace.name else trace.name
         metadata = draft.metadata
         failure = failure_of(metadata)
@@ -586,6 +589,26 @@ def _dataset_has_name(
     return taken
 
 
+def _refuse_traces_written_meanwhile(*, dataset: Dataset, hashes: list[str]) -> None:
+    """Under the dataset's lock: if another import wrote some of these traces since this
+    one read the dataset's hashes (two uploads of one file at once), refuse this one whole
+    rather than store copies that pass@k would count; uploaded again, they are skipped."""
+    found = 0
+    for start in range(0, len(hashes), HASH_CHUNK):
+        chunk = hashes[start : start + HASH_CHUNK]
+        found += Trace.objects.filter(dataset=dataset, content_hash__in=chunk).count()
+    if found:
+        raise ImportFailed([problem(
+            {"dataset": dataset.name},
+            f"another import into this dataset has just written {found} of these traces; "
+            "nothing was written: import again and they are skipped as duplicates",
+            code="CONFLICT", rule="imported_meanwhile",
+        )])  # fmt: skip
+
+
+HASH_CHUNK = 500  # hashes a query asks for (SQLite takes a few hundred parameters at most)
+
+
 def _dataset_hashes(
     *, organization: Organization, dataset_name: str, dataset: Dataset | None = None
 ) -> set[str]:
@@ -672,6 +695,7 @@ def trace_import(
                 dataset = dataset_lock(dataset=dataset)
             else:
                 dataset, _ = dataset_get_or_create(organization=organization, name=dataset_name)
+            _refuse_traces_written_meanwhile(dataset=dataset, hashes=spool.spooled_hashes)
             spool.write(dataset=dataset, first_index=dataset_lock_next_index(dataset=dataset))
             _refresh_statistics(spool.blocks.count)
             dataset = dataset_metadata_add(dataset=dataset, metadata=spool.dataset_metadata)
