@@ -12,6 +12,7 @@ peak RSS (VmHWM, reset at start) minus its RSS at start. Everything written is
 deleted at the end.
 """
 
+import gc
 import multiprocessing
 import resource
 import sys
@@ -281,8 +282,18 @@ def in_child(name: str, work: Callable[[], int]) -> Phase:
     connections.close_all()  # a connection must never be shared across fork
     sys.stdout.flush()
     sys.stderr.flush()
+    # The child must never finalize the parent's objects. A database connection an
+    # earlier test left unreferenced (a thread's, in a cycle) would, collected in the
+    # child, send PostgreSQL's Terminate on the socket number it had, which the child's
+    # own new connection may hold by then: "server closed the connection unexpectedly"
+    # at the child's first query, late in a full suite. Collected here, then frozen.
+    gc.collect()
+    gc.freeze()
     child = context.Process(target=_child, args=(work, sender), name=f"benchmark-{name}")
-    child.start()
+    try:
+        child.start()
+    finally:
+        gc.unfreeze()
     sender.close()
     try:
         message = receiver.recv()
