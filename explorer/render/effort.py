@@ -43,6 +43,10 @@ JSON_PARSE_MAX_CHARS = 100_000
 # A block's stored JSON up to this size is always decoded for a page (~1 ms at worst);
 # larger only while the response has time left (a 2 MB payload may take 0.3 s).
 DECODE_FREE_CHARS = 2_000
+# What decoding a larger one may cost, at worst, a character (`[[],[],...]` measured at
+# 0.12 µs; twice that for a loaded machine): it is decoded only when the time left covers
+# it, so that one decode begun just before the allowance ran out cannot overrun it.
+DECODE_SECONDS_PER_CHAR = 0.25e-6
 RICH_SECONDS = 0.3
 
 
@@ -78,7 +82,10 @@ class Effort:
 
     def may_decode(self, text: str) -> bool:
         """Whether a block's stored JSON may be decoded to be shown."""
-        return len(text) <= DECODE_FREE_CHARS or self.left()
+        if len(text) <= DECODE_FREE_CHARS:
+            return True
+        left = self.seconds - (time.thread_time() - self.started)
+        return len(text) * DECODE_SECONDS_PER_CHAR <= left
 
     def may_parse_json(self, text: str) -> bool:
         """Whether JSON text may be parsed to be shown as JSON (else it is plain text)."""

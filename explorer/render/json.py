@@ -15,14 +15,21 @@ from traces import jsontext
 _JSON_BIDI = {code: f"\\u{code:04x}" for code in BIDI_CODES}
 
 
+def _indented(value: Any) -> str:
+    try:
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return repr(value)
+
+
+def _bidi_escaped(text: str) -> str:
+    return text.translate(_JSON_BIDI) if BIDI.search(text) else text
+
+
 def pretty_json(value: Any) -> str:
     """Indented JSON in the value's own key order (never sorted); bidi characters
     escaped so they cannot reorder what is shown."""
-    try:
-        text = orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
-    except (TypeError, orjson.JSONEncodeError):
-        text = repr(value)
-    return text.translate(_JSON_BIDI) if BIDI.search(text) else text
+    return _bidi_escaped(_indented(value))
 
 
 # A `\n` escape (not an escaped backslash followed by n) inside a JSON string.
@@ -79,9 +86,11 @@ def json_html(value: Any, budget: Budget, *, css: str = "") -> str:
     preview shows is made readable and coloured (breaking lines after `\\n` escapes only
     adds characters, so it comes from as many characters of the pretty text); JSON too
     large for the effort left is shown plain."""
-    text = pretty_json(value)
+    text = _indented(value)
     cut = budget.chars is not None and len(text) > max(budget.chars, 0)
-    head = text[: max(budget.chars or 0, 0)] if cut else text
+    # Only what is shown is searched for bidi characters (an escape is longer than the
+    # character, so the head holds at least what the preview shows).
+    head = _bidi_escaped(text[: max(budget.chars or 0, 0)] if cut else text)
     rich = budget.effort.may_colour_json(head)
     if rich:
         head = _readable(head)
