@@ -77,3 +77,12 @@ def test_deleting_a_label_already_deleted_is_404(trace):
             "details": {"label_id": stale.pk},
         }
     }
+
+
+@pytest.mark.django_db
+def test_a_label_added_to_a_deleted_dataset_is_not_found_not_a_duplicate(trace):
+    dataset = trace.dataset
+    type(dataset).objects.filter(pk=dataset.pk).delete()
+    with pytest.raises(NotFound):
+        label_create(dataset=dataset, name="gave up")
+    assert not Label.objects.exists()

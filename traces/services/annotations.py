@@ -18,6 +18,7 @@ from traces import jsontext
 from traces.checks import check_json_depth, check_no_nul
 from traces.errors import NotFound, TraceStoreError, ValidationFailed
 from traces.models import Annotation, ApiKey, Block, Dataset, Label, Trace
+from traces.services.datasets import dataset_lock
 from traces.validation import check_rewards, reward_of
 
 
@@ -126,11 +127,14 @@ def label_name_check(name: Any) -> str:
 
 
 def label_create(*, dataset: Dataset, name: Any, description: Any = "") -> Label:
-    """Add a label to the dataset's vocabulary; a name it has already is 409."""
+    """Add a label to the dataset's vocabulary; a name it has already is 409. The
+    dataset's row is locked first, so that a dataset deleted meanwhile is NotFound (its
+    foreign key failing at commit was taken for a duplicate name)."""
     name = label_name_check(name)
     description = _check_text(description, "description", LABEL_DESCRIPTION_MAX, required=False)
     try:
         with transaction.atomic():
+            dataset_lock(dataset=dataset)
             return Label.objects.create(dataset=dataset, name=name, description=description)
     except IntegrityError:
         raise LabelNameTaken(
