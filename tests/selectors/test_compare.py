@@ -9,6 +9,7 @@ import random
 import pytest
 
 from tests.compare_data import GPT41, GROK3, expected, import_runs, raw
+from tests.explorer.pathological import cpu_limit
 from traces.models import Block, Trace
 from traces.selectors import compare
 from traces.selectors.compare import Side, align, dataset_compare, trace_compare
@@ -309,3 +310,27 @@ def test_identical_sides_have_no_test_and_say_why(org):
     assert result.summary.p_value is None
     assert result.summary.ci_low == result.summary.ci_high == 0
     assert "no task's success rate differs" in result.summary.in_words()
+
+
+def _regions_of_alternating_messages(n: int, flip: int) -> list[tuple[str, str, int]]:
+    """A block that occurs once (an anchor for patience diff), then 250 messages that
+    alternate between two texts, out of step with the other side's: hundreds of regions
+    each just small enough to be aligned exactly."""
+    out: list[tuple[str, str, int]] = []
+    anchor = 0
+    while len(out) < n:
+        out.append(("MESSAGE", "user", 10**9 + anchor))
+        anchor += 1
+        out.extend(("MESSAGE", "user", (i + flip) % 2) for i in range(250))
+    return out[:n]
+
+
+def test_the_alignment_of_crafted_40000_block_traces_spends_a_bounded_number_of_cells():
+    a = _regions_of_alternating_messages(40_000, 0)
+    b = _regions_of_alternating_messages(40_000, 1)
+    with cpu_limit(0.6, "aligning two crafted 40,000-block traces"):
+        steps = align(a, b)
+    assert sorted(i for i, _, _ in steps if i is not None) == list(range(len(a)))
+    assert sorted(j for _, j, _ in steps if j is not None) == list(range(len(b)))
+    # The anchors are matched whatever the allowance left.
+    assert sum(1 for i, j, same in steps if same and a[i][2] >= 10**9) == 160

@@ -12,7 +12,8 @@ on the text:
    alike);
 2. what remains is aligned on the full signatures with patience diff (blocks that occur
    once on each side anchor the alignment, in order), and a region small enough
-   (`CELLS`) exactly, as a longest common subsequence; a region too large to align with no unique
+   (`CELLS`) exactly, as a longest common subsequence while the alignment's allowance of
+   cells lasts (`ALIGN_CELLS`); a region too large to align with no unique
    anchor is left unmatched, so that the work stays bounded (about linear) whatever the
    traces hold;
 3. inside each stretch left unmatched, blocks of the same kind and name (the same tool
@@ -59,6 +60,10 @@ from traces.selectors.stats import (
 # A region of at most this many cells (len(a) * len(b)) is aligned exactly (a longest
 # common subsequence); larger ones by patience diff, whose work is about linear.
 CELLS = 62_500
+# ... and one alignment spends at most this many cells on them in all (~0.2 s): a crafted
+# pair of 40,000-block traces made of hundreds of such regions took seconds a request.
+# Once spent, regions are aligned by patience diff alone.
+ALIGN_CELLS = 2_000_000
 PASS_K_MAX = 5
 
 Signature = tuple[str, str, int]  # (sub type, tool name or role, hash of the content)
@@ -181,7 +186,20 @@ def _lcs(a: Sequence[int], b: Sequence[int]) -> list[tuple[int, int]]:
     return pairs
 
 
-def _match(a: Sequence[Hashable], b: Sequence[Hashable]) -> list[tuple[int, int]]:
+class _Cells:
+    """The exact-alignment cells one alignment may still spend (ALIGN_CELLS)."""
+
+    def __init__(self) -> None:
+        self.left = ALIGN_CELLS
+
+    def take(self, cells: int) -> bool:
+        if cells > CELLS or cells > self.left:
+            return False
+        self.left -= cells
+        return True
+
+
+def _match(a: Sequence[Hashable], b: Sequence[Hashable], cells: _Cells) -> list[tuple[int, int]]:
     """Matched pairs (i, j) of equal elements of a and b, both increasing: a bounded
     longest common subsequence (see the module's docstring)."""
     codes: dict[Hashable, int] = {}
@@ -202,7 +220,7 @@ def _match(a: Sequence[Hashable], b: Sequence[Hashable]) -> list[tuple[int, int]
             pairs.append((a1, b1))
         if a0 == a1 or b0 == b1:
             continue
-        if (a1 - a0) * (b1 - b0) <= CELLS:
+        if cells.take((a1 - a0) * (b1 - b0)):
             pairs.extend((a0 + i, b0 + j) for i, j in _lcs(ca[a0:a1], cb[b0:b1]))
             continue
         anchors = _patience_anchors(ca[a0:a1], cb[b0:b1])
@@ -225,6 +243,7 @@ def _kind(signature: Signature) -> tuple[str, str]:
 def align(a: Sequence[Signature], b: Sequence[Signature]) -> list[Step]:
     """The steps of the alignment of two signature lists, in order (module docstring)."""
     steps: list[Step] = []
+    cells = _Cells()
 
     def gap(a0: int, a1: int, b0: int, b1: int) -> None:
         """An unmatched stretch: pair blocks of the same kind and name, differing."""
@@ -233,7 +252,7 @@ def align(a: Sequence[Signature], b: Sequence[Signature]) -> list[Step]:
             steps.extend((None, j, False) for j in range(b0, b1))
             return
         pi, pj = a0, b0
-        for i, j in _match([_kind(s) for s in a[a0:a1]], [_kind(s) for s in b[b0:b1]]):
+        for i, j in _match([_kind(s) for s in a[a0:a1]], [_kind(s) for s in b[b0:b1]], cells):
             i, j = a0 + i, b0 + j
             steps.extend((x, None, False) for x in range(pi, i))
             steps.extend((None, y, False) for y in range(pj, j))
@@ -243,7 +262,7 @@ def align(a: Sequence[Signature], b: Sequence[Signature]) -> list[Step]:
         steps.extend((None, y, False) for y in range(pj, b1))
 
     pi, pj = 0, 0
-    for i, j in _match(a, b):
+    for i, j in _match(a, b, cells):
         gap(pi, i, pj, j)
         steps.append((i, j, True))
         pi, pj = i + 1, j + 1
