@@ -75,12 +75,15 @@ def number_text(value: int | float) -> str:
 
 
 def cost_text(cost: float | None) -> str:
-    """A cost in dollars: $1,234.57 from $1 up, else 4 significant digits ($0.1304)."""
+    """A cost in dollars: $1,234.57 from $1 up, else to the hundredth of a cent ($0.1304),
+    and a cost smaller than that to 2 significant digits ($0.000012)."""
     if cost is None:
         return ""
     if abs(cost) >= 1:
         return f"${cost:,.2f}"
-    return f"${number_text(float(cost))}"
+    if cost and abs(cost) < 0.00005:
+        return f"${_trimmed(f'{cost:.{1 - math.floor(math.log10(abs(cost)))}f}')}"
+    return f"${_trimmed(f'{cost:.4f}')}"
 
 
 def duration_text(seconds: float | None) -> str:
@@ -104,7 +107,7 @@ def _kind(key: str) -> str:
         return "tokens"
     if _DURATION.search(key) and not _MOMENT.search(key):
         return "milliseconds" if _MILLISECONDS.search(key) else "seconds"
-    if _NAMING.search(key):
+    if _NAMING.search(key) or _MOMENT.search(key):
         return "name"
     return "number"
 
@@ -125,7 +128,7 @@ def metadata_number(key: Any, value: Any) -> str | None:
             return duration_text(seconds)
     if kind in ("tokens", "number") and isinstance(value, int):
         return grouped(value) if kind == "tokens" else number_text(value)
-    if kind == "name" and isinstance(value, int):
+    if kind == "name":  # as written: "seed 4242424", "start_time 1752764458.49"
         return str(value)
     return number_text(value)
 

@@ -47,7 +47,7 @@ def rows(html: str) -> list[list[str]]:
 
 
 def indexes(html: str) -> list[int]:
-    return [int(r[0]) for r in rows(html)]
+    return [int(r[0].removeprefix("#")) for r in rows(html)]  # "#12": the dataset's index
 
 
 def header_link(html: str, label: str) -> str:
@@ -299,7 +299,7 @@ def test_usage_columns_sort_and_the_dataset_totals_on_real_runs(member_client, o
     assert first[8:11] == ["65 746", "$0.0349", "8.0 s"]  # (rows() reads thin spaces as spaces)
     assert 'title="in 65\u2009593, out 153"' in html
     unknown = [r[0] for r in rows(html) if r[8:11] == ["—", "—", "—"]]
-    assert unknown == ["20", "21", "22"]  # Invariant's three
+    assert unknown == ["#20", "#21", "#22"]  # Invariant's three
     for sort in ("cost", "-cost", "tokens", "-tokens", "duration", "-duration"):
         ordered = rows(page(member_client, dataset, f"?sort={sort}"))
         assert sorted(r[0] for r in ordered[-3:]) == unknown, sort  # unknown: last both ways
