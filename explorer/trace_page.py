@@ -481,6 +481,8 @@ class PageRenderer:
             failure = failure if isinstance(failure, dict) else {}
             agent, reason = failure.get("agent"), failure.get("reason")
             why = visible_text(" - ".join(str(x) for x in (agent, reason) if x)[:500])
+            if isinstance(failure.get("step"), int):  # the log counts from 0, rows from 1
+                why = f"the log's step {failure['step']} (counted from 0). {why}".strip()
             out.append(("failure starts here", why or "the log names this step as the failure's"))
         return out
 
