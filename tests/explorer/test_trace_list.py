@@ -287,6 +287,20 @@ def test_long_names_end_with_an_ellipsis_and_show_whole_on_hover(member_client, 
     assert f'title="acme / {LONG}"' in datasets  # the pickers' options, cut, whole on hover
 
 
+def test_a_trace_without_a_name_is_listed_by_its_index_not_its_opaque_id(member_client, org):
+    """Invariant's sample has no names: the list calls each "Trace #N", as its page does
+    (the id stays in the title, to copy), and the index column says "#N" too."""
+    dataset = real(org, NO_USAGE)
+    html = page(member_client, dataset)
+    traces = list(dataset.traces.order_by("index"))
+    assert [t.name for t in traces] == ["", "", ""]
+    assert [r[:2] for r in rows(html)] == [[f"#{n}", f"Trace #{n}"] for n in range(3)]
+    for trace in traces:
+        assert f"Trace #{trace.index} has no name; its id is {trace.pk}" in html
+        title = member_client.get(reverse("trace", args=[trace.pk])).content.decode()
+        assert f">Trace #{trace.index}</h1>" in title
+
+
 def test_usage_columns_sort_and_the_dataset_totals_on_real_runs(member_client, org):
     """tau2 carries tokens, cost and duration; Invariant's sample none: its cells are
     empty and its traces come last whichever way the list sorts."""
