@@ -79,6 +79,8 @@ def cost_text(cost: float | None) -> str:
     and a cost smaller than that to 2 significant digits ($0.000012)."""
     if cost is None:
         return ""
+    if not math.isfinite(cost) or abs(cost) >= HUGE:  # no page of a hundred digits
+        return f"${number_text(float(cost))}"
     if abs(cost) >= 1:
         return f"${cost:,.2f}"
     if cost and abs(cost) < 0.00005:
@@ -87,9 +89,11 @@ def cost_text(cost: float | None) -> str:
 
 
 def duration_text(seconds: float | None) -> str:
-    """8.0 s, 3 min 50 s, 2 h 05 min."""
+    """8.0 s, 3 min 50 s, 2 h 05 min (and 3e+20 s for what no run lasts)."""
     if seconds is None:
         return ""
+    if not math.isfinite(seconds) or abs(seconds) >= MAX_DURATION_SECONDS:
+        return f"{number_text(float(seconds))} s"
     if seconds < 60:
         return f"{seconds:.1f} s"
     minutes, rest = divmod(round(seconds), 60)

@@ -60,6 +60,13 @@ def test_costs_and_durations_read_as_money_and_time():
     assert duration_text(7260) == "2 h 01 min"
 
 
+def test_absurd_costs_and_durations_stay_short():
+    """A hostile file's usage figures: no hundred-digit cell."""
+    assert cost_text(1e300) == "$1e+300"
+    assert duration_text(1e300) == "1e+300 s"
+    assert duration_text(5e8) == "500\u2009000\u2009000 s"
+
+
 @pytest.mark.parametrize(
     ("key", "value", "shown"),
     [
