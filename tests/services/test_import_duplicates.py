@@ -68,7 +68,7 @@ def test_import_traces_reports_skipped_traces_and_takes_allow_duplicates(org, tm
     out = io.StringIO()
     call_command("import_traces", *args, stdout=out)
     assert "Imported 0 traces" in out.getvalue()
-    assert "Skipped 1 duplicate traces, the dataset's or repeated" in out.getvalue()
+    assert "Skipped 1 duplicate trace, the dataset's or repeated" in out.getvalue()
     assert f"{path.name}, trace 0: (no name) (in the dataset)" in out.getvalue()
     call_command("import_traces", *args, "--allow-duplicates", stdout=io.StringIO())
     assert Trace.objects.count() == 2

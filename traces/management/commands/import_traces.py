@@ -80,7 +80,8 @@ class Command(BaseCommand):
         )
         if result.skipped:
             self.stdout.write(
-                f"Skipped {len(result.skipped)} duplicate traces, the dataset's or repeated "
+                f"Skipped {len(result.skipped)} duplicate trace"
+                f"{'' if len(result.skipped) == 1 else 's'}, the dataset's or repeated "
                 "in these files (--allow-duplicates imports them again):"
             )
             for found in result.skipped:
