@@ -14,6 +14,8 @@ from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from explorer.render.text import visible_text
+from explorer.templatetags.numbers import cost_text, duration_text, metadata_number
+from explorer.templatetags.numbers import grouped as _grouped
 from traces import jsontext
 from traces.models import Trace
 from traces.rewards import rate_tone, reward_tone
@@ -241,6 +243,7 @@ class MetaItem:
     text: str
     kind: str  # "string", "number", "bool", "null", "json"
     long: bool
+    exact: str = ""  # a number's value as stored, when the page shows it rounded
 
     @property
     def short(self) -> str:
@@ -252,10 +255,8 @@ def _format_value(value: Any) -> tuple[str, str]:
         return ("true" if value else "false"), "bool"
     if value is None:
         return "null", "null"
-    if isinstance(value, int):
-        return f"{value:,}".replace(",", "\u2009") if abs(value) >= 10_000 else str(value), "number"
-    if isinstance(value, float):
-        return f"{value:.6g}", "number"
+    if isinstance(value, int | float):  # as stored: metadata_items shows it rounded
+        return jsontext.dumps(value), "number"
     if isinstance(value, str):
         return value, "string"
     return jsontext.dumps(value), "json"
@@ -278,9 +279,11 @@ def metadata_items(metadata: Any, skip: tuple[str, ...] = ("accuracy",)) -> list
         if len(items) == META_PANEL_KEYS:
             break
         text, kind = _format_value(value)
-        text = _cut(text, META_VALUE_CHARS)
+        shown = metadata_number(key, value)
+        exact = text if shown is not None and shown != text else ""
+        text = _cut(text if shown is None else shown, META_VALUE_CHARS)
         long = len(text) > LONG_VALUE_CHARS or "\n" in text
-        items.append(MetaItem(_cut(key, META_KEY_CHARS), text, kind, long))
+        items.append(MetaItem(_cut(key, META_KEY_CHARS), text, kind, long, exact))
     return items
 
 
@@ -404,10 +407,6 @@ def highlighted(text: str, words: list[str]) -> SafeString:
     return mark_safe("".join(out))  # noqa: S308 (every piece escaped above)
 
 
-def _grouped(n: int) -> str:
-    return f"{n:,}".replace(",", "\u2009")
-
-
 def tokens_text(trace: Trace) -> tuple[str, str]:
     """The trace's tokens as the list shows them (the total, "" when unknown) and the
     detail for its title."""
@@ -417,24 +416,6 @@ def tokens_text(trace: Trace) -> tuple[str, str]:
     shown = [f"{label} {_grouped(n)}" for label, n in zip(("in", "out"), parts, strict=True)
              if n is not None]  # fmt: skip
     return _grouped(sum(n for n in parts if n is not None)), ", ".join(shown)
-
-
-def cost_text(cost: float | None) -> str:
-    if cost is None:
-        return ""
-    return f"${cost:,.2f}" if cost >= 1 else f"${cost:.4f}".rstrip("0").rstrip(".")
-
-
-def duration_text(seconds: float | None) -> str:
-    if seconds is None:
-        return ""
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, rest = divmod(round(seconds), 60)
-    if minutes < 60:
-        return f"{minutes} min {rest:02d} s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes:02d} min"
 
 
 def usage_view(usage: UsageSummary) -> dict[str, Any]:

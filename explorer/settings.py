@@ -87,6 +87,7 @@ TEMPLATES = [
                 "template_partials.templatetags.partials",
                 "explorer.templatetags.ago",
                 "explorer.templatetags.names",
+                "explorer.templatetags.numbers",
             ],
             "context_processors": [
                 "django.template.context_processors.request",

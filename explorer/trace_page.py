@@ -24,6 +24,7 @@ from explorer.render.fold import Budget
 from explorer.render.json import json_html, pretty_json
 from explorer.render.markdown import markdown_block
 from explorer.render.text import size_label, visible_text
+from explorer.templatetags.numbers import metadata_number
 from traces import jsontext, kinds
 from traces.ingest.images import referenced_images
 from traces.models import Trace
@@ -480,6 +481,8 @@ class PageRenderer:
             failure = failure if isinstance(failure, dict) else {}
             agent, reason = failure.get("agent"), failure.get("reason")
             why = visible_text(" - ".join(str(x) for x in (agent, reason) if x)[:500])
+            if isinstance(failure.get("step"), int):  # the log counts from 0, rows from 1
+                why = f"the log's step {failure['step']} (counted from 0). {why}".strip()
             out.append(("failure starts here", why or "the log names this step as the failure's"))
         return out
 
@@ -779,6 +782,7 @@ class MetaItem:
     key: str
     text: str
     long: bool
+    exact: str = ""  # a number's value as stored, when the chip shows it rounded
 
 
 def meta_items(metadata: Any) -> list[MetaItem]:
@@ -794,6 +798,10 @@ def meta_items(metadata: Any) -> list[MetaItem]:
     items = []
     for key, value in itertools.islice(metadata.items(), META_PANEL_KEYS):
         text = value if isinstance(value, str) else jsontext.dumps(value)
+        shown = metadata_number(key, value)  # $0.1304, 3 min 50 s: the exact value on hover
+        if shown is not None and shown != text:
+            items.append(MetaItem(visible_text(str(key)[:200]), shown, False, text))
+            continue
         if len(text) > 80 and isinstance(value, dict | list):
             text = pretty_json(value)  # folded under its first words, indented when opened
         if len(text) > META_VALUE_CHARS:

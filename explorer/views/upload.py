@@ -1,6 +1,7 @@
 """The upload page: files into a chosen or new dataset, through `traces_upload` only.
 
-Without JavaScript the form is a plain multipart POST: success redirects to the dataset,
+Without JavaScript the form is a plain multipart POST: success redirects to the dataset
+(whose page shows what the upload did: explorer/upload_summary.py),
 failure answers the page with every problem (422). With it, htmx posts the same form
 (hx-encoding="multipart/form-data"; static/js/app.js shows the upload's progress): success
 answers HX-Redirect to the dataset, failure the page's `result` partial, with the problems
@@ -19,6 +20,7 @@ from django.views.decorators.http import require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
 from explorer.access import actor
+from explorer.upload_summary import upload_summary_html
 from explorer.views.base import render_page, wants_partial
 from traces.errors import (
     RETRY_AFTER_SECONDS,
@@ -120,19 +122,8 @@ def upload_page(request):
         response["Retry-After"] = str(RETRY_AFTER_SECONDS)
         return response
     dataset = result.dataset
-    messages.success(
-        request,
-        f"Imported {result.traces} trace{'s' if result.traces != 1 else ''} "
-        f"({result.blocks} blocks) into {dataset.name} in {result.seconds:.1f} s.",
-    )
-    if result.skipped:
-        names = ", ".join(s["name"] or f"{s['file']} #{s.get('trace', 0)}" for s in result.skipped)
-        messages.warning(
-            request,
-            f"Skipped {len(result.skipped)} trace{'s' if len(result.skipped) != 1 else ''} "
-            f"the dataset already had: {names[:500]}. Tick “Import traces the dataset already "
-            "has” to import them again.",
-        )
+    # What it did, on the dataset page it lands on (whether htmx or the plain form).
+    messages.success(request, upload_summary_html(result), extra_tags="upload-summary")
     url = reverse("dataset", args=[dataset.pk])
     return HttpResponseClientRedirect(url) if wants_partial(request) else redirect(url)
 

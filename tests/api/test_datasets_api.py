@@ -166,7 +166,7 @@ def test_an_upload_of_a_trace_the_dataset_has_skips_and_reports_it(api):
     assert response.status_code == 201
     body = response.json()
     assert (body["traces"], body["dataset"]["trace_count"]) == (0, 1)
-    assert body["skipped"] == [{"file": path.name, "trace": 0, "name": ""}]
+    assert body["skipped"] == [{"file": path.name, "trace": 0, "name": "", "reason": "in_dataset"}]
 
 
 def test_allow_duplicates_must_be_a_boolean(api):

@@ -5,10 +5,12 @@ POST. The progress bar is seen in test_browser.py's upload."""
 
 import os
 import re
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.conftest import SHARED_DATA
 from tests.e2e.conftest import jsonl, weather_events
 from tests.e2e.test_browser import REFUSED
 from traces.models import Dataset, Trace
@@ -142,3 +144,33 @@ def test_without_javascript_the_form_is_a_plain_post(page_without_js, live_serve
     page.wait_for_url(re.compile(r"/d/ds_[A-Za-z0-9_-]+/$"))
     expect(page.locator(".flash")).to_contain_text("Imported 1 trace ")
     assert Dataset.objects.get(name="plain").traces.count() == 1
+
+
+def test_the_dataset_page_says_what_a_real_upload_did(upload_page, tmp_path):
+    """Real files (tau2-bench's telecom results and a ToolBench answer given twice): the
+    dataset page the upload lands on lists each file's traces and blocks and the copy it
+    left out, with why. Its screenshot: upload-summary.png in $E2E_SHOTS."""
+    tau2 = SHARED_DATA / "tau2-bench" / "gpt-4.1_telecom_no-user_4trials_5tasks.json"
+    toolbench = SHARED_DATA / "toolbench" / "13_ChatGPT_DFS_woFilter_w2.json"
+    if not (tau2.is_file() and toolbench.is_file()):
+        pytest.skip(f"{SHARED_DATA} is absent: the real benchmark files are not here")
+    page = upload_page
+    page.set_input_files("#upload-files", [str(tau2), str(toolbench), str(toolbench)])
+    page.fill("#upload-name", "telecom and movies")
+    page.click("#upload-submit")
+    page.wait_for_url(re.compile(r"/d/ds_[A-Za-z0-9_-]+/$"))
+    summary = page.locator(".flash .upload-summary")
+    expect(summary).to_contain_text("Imported 21 traces")
+    expect(summary).to_contain_text("skipped 1 duplicate")
+    rows = summary.locator("tbody tr")
+    expect(rows).to_have_count(3)
+    expect(rows.nth(0)).to_contain_text("tau2-bench")
+    expect(rows.nth(2).locator("td").last).to_have_text("1")
+    expect(summary.locator(".skipped-list li")).to_contain_text(
+        "repeats a trace earlier in this upload"
+    )
+    folder = Path(os.environ.get("E2E_SHOTS") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.screenshot(path=str(folder / "upload-summary.png"))
+    assert (folder / "upload-summary.png").stat().st_size > 10_000

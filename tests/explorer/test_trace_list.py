@@ -47,7 +47,7 @@ def rows(html: str) -> list[list[str]]:
 
 
 def indexes(html: str) -> list[int]:
-    return [int(r[0]) for r in rows(html)]
+    return [int(r[0].removeprefix("#")) for r in rows(html)]  # "#12": the dataset's index
 
 
 def header_link(html: str, label: str) -> str:
@@ -287,6 +287,20 @@ def test_long_names_end_with_an_ellipsis_and_show_whole_on_hover(member_client, 
     assert f'title="acme / {LONG}"' in datasets  # the pickers' options, cut, whole on hover
 
 
+def test_a_trace_without_a_name_is_listed_by_its_index_not_its_opaque_id(member_client, org):
+    """Invariant's sample has no names: the list calls each "Trace #N", as its page does
+    (the id stays in the title, to copy), and the index column says "#N" too."""
+    dataset = real(org, NO_USAGE)
+    html = page(member_client, dataset)
+    traces = list(dataset.traces.order_by("index"))
+    assert [t.name for t in traces] == ["", "", ""]
+    assert [r[:2] for r in rows(html)] == [[f"#{n}", f"Trace #{n}"] for n in range(3)]
+    for trace in traces:
+        assert f"Trace #{trace.index} has no name; its id is {trace.pk}" in html
+        title = member_client.get(reverse("trace", args=[trace.pk])).content.decode()
+        assert f">Trace #{trace.index}</h1>" in title
+
+
 def test_usage_columns_sort_and_the_dataset_totals_on_real_runs(member_client, org):
     """tau2 carries tokens, cost and duration; Invariant's sample none: its cells are
     empty and its traces come last whichever way the list sorts."""
@@ -299,7 +313,7 @@ def test_usage_columns_sort_and_the_dataset_totals_on_real_runs(member_client, o
     assert first[8:11] == ["65 746", "$0.0349", "8.0 s"]  # (rows() reads thin spaces as spaces)
     assert 'title="in 65\u2009593, out 153"' in html
     unknown = [r[0] for r in rows(html) if r[8:11] == ["—", "—", "—"]]
-    assert unknown == ["20", "21", "22"]  # Invariant's three
+    assert unknown == ["#20", "#21", "#22"]  # Invariant's three
     for sort in ("cost", "-cost", "tokens", "-tokens", "duration", "-duration"):
         ordered = rows(page(member_client, dataset, f"?sort={sort}"))
         assert sorted(r[0] for r in ordered[-3:]) == unknown, sort  # unknown: last both ways

@@ -45,6 +45,9 @@ def test_it_marks_the_step_who_and_when_names_as_the_failure(org, member_client)
     article = article[: article.index("</article>")]
     assert ">failure starts here</span>" in article
     assert "WebSurfer clicks on an irrelevant website" in article  # the reason, as its title
+    # mistake_step 12 counts from 0: the page's row 13 (rows count from 1) says so.
+    assert "the log&#x27;s step 12 (counted from 0)" in article
+    assert f'class="row-num" href="#{failing}" title="Row 13">13<' in html
     assert html.count(">failure starts here</span>") == 1
 
 

@@ -88,7 +88,9 @@ def test_header_shows_breadcrumb_counts_metadata_and_neighbours(
     html = member_client.get(page_url(first)).content.decode()
     assert f'href="/d/{first.dataset_id}/"' in html
     assert "trace-page-chat" in html
-    assert "trace #0" in html
+    # The dataset's index is "#0", as in its list (a trial is "trial 0", never "#").
+    crumbs = re.search(r'<nav class="breadcrumbs".*?</nav>', html, re.S).group()
+    assert re.search(r">#0</a>\s*</nav>$", crumbs) and "trace #" not in crumbs
     page = parse(html)
     nxt = [a for a in page.all("a") if a.get("rel") == "next"]
     assert nxt and nxt[0]["href"] == page_url(second)

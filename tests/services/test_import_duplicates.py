@@ -11,7 +11,7 @@ from django.urls import reverse
 from tests.conftest import as_file
 from traces.errors import ImportFailed
 from traces.models import Trace
-from traces.services.imports import trace_import
+from traces.services.imports import SKIPPED_IN_DATASET, SKIPPED_IN_UPLOAD, trace_import
 
 EVENTS = [{"role": "user", "content": "2 + 2?"}, {"role": "assistant", "content": "4"}]
 
@@ -23,7 +23,9 @@ def test_the_same_trace_again_is_skipped_and_reported(org):
         organization=org, dataset_name="d", files=[as_file(json.dumps(EVENTS), "again.json")]
     )
     assert again.traces == 0
-    assert again.skipped == [{"file": "again.json", "trace": 0, "name": ""}]
+    assert again.skipped == [
+        {"file": "again.json", "trace": 0, "name": "", "reason": SKIPPED_IN_DATASET}
+    ]
     assert Trace.objects.count() == 1
     stored = Trace.objects.get()
     assert len(stored.content_hash) == 64
@@ -33,7 +35,9 @@ def test_a_copy_within_one_upload_is_skipped_too(org):
     data = "\n".join([json.dumps(EVENTS), json.dumps(EVENTS), json.dumps(EVENTS[:1])]) + "\n"
     result = trace_import(organization=org, dataset_name="d", files=[as_file(data, "r.jsonl")])
     assert result.traces == 2
-    assert result.skipped == [{"file": "r.jsonl", "line": 2, "trace": 1, "name": ""}]
+    assert result.skipped == [
+        {"file": "r.jsonl", "line": 2, "trace": 1, "name": "", "reason": SKIPPED_IN_UPLOAD}
+    ]
 
 
 def test_allow_duplicates_imports_it_anyway(org):
@@ -64,8 +68,8 @@ def test_import_traces_reports_skipped_traces_and_takes_allow_duplicates(org, tm
     out = io.StringIO()
     call_command("import_traces", *args, stdout=out)
     assert "Imported 0 traces" in out.getvalue()
-    assert "Skipped 1 traces the dataset already had (--allow-duplicates" in out.getvalue()
-    assert f"{path.name}, trace 0: (no name)" in out.getvalue()
+    assert "Skipped 1 duplicate trace, the dataset's or repeated" in out.getvalue()
+    assert f"{path.name}, trace 0: (no name) (in the dataset)" in out.getvalue()
     call_command("import_traces", *args, "--allow-duplicates", stdout=io.StringIO())
     assert Trace.objects.count() == 2
 
@@ -85,7 +89,8 @@ def test_the_upload_page_skips_and_says_so_unless_the_box_is_ticked(org, client,
         return client.post(reverse("upload"), data, follow=True)
 
     page = upload().content.decode()
-    assert "Skipped 1 trace the dataset already had" in page
+    assert "skipped 1 duplicate" in page
+    assert "t.json · trace 0</span>: the dataset already has it" in page
     assert Trace.objects.count() == 1
     upload(allow_duplicates="1")
     assert Trace.objects.count() == 2
@@ -111,7 +116,9 @@ def test_a_streamed_copy_leaves_out_its_spooled_blocks_and_tool_errors(org, monk
     data = "\n".join([json.dumps(ERRED), json.dumps(EVENTS), json.dumps(ERRED)]) + "\n"
     result = trace_import(organization=org, dataset_name="d", files=[as_file(data, "s.jsonl")])
     assert (result.traces, result.blocks) == (2, 7)
-    assert result.skipped == [{"file": "s.jsonl", "line": 3, "trace": 2, "name": ""}]
+    assert result.skipped == [
+        {"file": "s.jsonl", "line": 3, "trace": 2, "name": "", "reason": SKIPPED_IN_UPLOAD}
+    ]
     assert Block.objects.count() == 7
     assert Block.objects.filter(is_error=True).count() == 1
     assert sorted(Trace.objects.values_list("tool_errors", flat=True)) == [0, 1]

@@ -118,7 +118,8 @@ class DatasetUploadApi(OrgUploadApi):
         traces = serializers.IntegerField()
         skipped = serializers.ListField(
             child=serializers.DictField(),
-            help_text="traces left out as duplicates: file, trace or line, name",
+            help_text="traces left out as duplicates: file, trace or line, name, and reason "
+            "(in_dataset: the dataset had it; in_upload: repeated in this upload)",
         )
         blocks = serializers.IntegerField()
         images = serializers.IntegerField()

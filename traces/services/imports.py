@@ -75,8 +75,17 @@ class ImportResult:
     images: int = 0
     seconds: float = 0.0
     formats: dict[str, str] = field(default_factory=dict)
-    # The traces left out as duplicates: {"file", "trace" or "line", "name"} each.
+    # The traces left out as duplicates: {"file", "trace" or "line", "name", "reason"}
+    # each; the reason is SKIPPED_IN_DATASET or SKIPPED_IN_UPLOAD.
     skipped: list[dict[str, Any]] = field(default_factory=list)
+    # What each file gave, in upload order: {"file", "format", "traces", "blocks",
+    # "skipped"} (its traces written, their blocks, its duplicates left out).
+    files: list[dict[str, Any]] = field(default_factory=list)
+
+
+# Why a duplicate was left out: the dataset had it before, or an earlier file or trace
+# of the same upload has it.
+SKIPPED_IN_DATASET, SKIPPED_IN_UPLOAD = "in_dataset", "in_upload"
 
 
 class _Problems:
@@ -117,6 +126,7 @@ class _Spool:
         # The content hashes of the traces the dataset has, then of those spooled.
         self.hashes = hashes if hashes is not None else set()
         self.spooled_hashes: list[str] = []  # of the traces this upload writes, once each
+        self.upload_hashes: set[str] = set()  # the same, to say why a duplicate is left out
         self.allow_duplicates = allow_duplicates
         # Whether the dataset has a trace of that name; the names given to the traces that
         # asked for a unique one (TraceDraft.unique_name) in this upload.
@@ -183,6 +193,9 @@ class _Spool:
         trace_id = trace.id
         content_hash = trace.content.hexdigest()
         if not self.allow_duplicates and content_hash in self.hashes:
+            trace.duplicate_of = (
+                SKIPPED_IN_UPLOAD if content_hash in self.upload_hashes else SKIPPED_IN_DATASET
+            )
             if trace.spooled_from is not None:
                 self.blocks.leave_out(trace_id, trace.spooled_from)
             errors = self.trace_errors.pop(trace_id, 0)
@@ -192,6 +205,7 @@ class _Spool:
         self.hashes.add(content_hash)
         if not self.allow_duplicates:
             self.spooled_hashes.append(content_hash)
+            self.upload_hashes.add(content_hash)
         name = self._unique(trace.name[:490]) if draft.unique_name and trace.name else trace.name
         metadata = draft.metadata
         failure = failure_of(metadata)
@@ -358,6 +372,7 @@ class _TraceState:
         self.failure_step = failure_step(draft.metadata)
         self._content: Any = None
         self.spooled_from: Any = None  # the block spool's mark before its first block
+        self.duplicate_of = ""  # why it is left out, if it is (SKIPPED_IN_DATASET...)
         self.placer = Placer()  # its blocks' places in the stitched order (traces/order.py)
 
     @property
@@ -511,7 +526,10 @@ def _import_trace(
                 parent_id = None if b.parent is None else block_ids[b.parent]
                 spool.block(trace, b, block_ids[n], parent_id)
         if not spool.trace(trace, draft, converted):
-            spool.skipped.append({"file": file_name, **draft.location, "name": trace.name})
+            spool.skipped.append(
+                {"file": file_name, **draft.location, "name": trace.name,
+                 "reason": trace.duplicate_of}
+            )  # fmt: skip
     except TypeError as exc:
         unkeepable(exc)
 
@@ -669,6 +687,7 @@ def trace_import(
     dataset_name = dataset_name_check(dataset_name)
     problems = _Problems()
     formats: dict[str, str] = {}
+    files_read: list[dict[str, Any]] = []
     spool = _Spool(
         hashes=_dataset_hashes(
             organization=organization, dataset_name=dataset_name, dataset=dataset
@@ -684,10 +703,17 @@ def trace_import(
                 break  # the later files are not read
             # Django's uploaded files split lines at a lone \r too; the file inside does not.
             stream = getattr(stream, "file", stream)
+            before = (spool.traces.count, spool.blocks.count, len(spool.skipped))
             _import_file(
                 name, stream, spool=spool, problems=problems, formats=formats,
                 limits=limits, progress=progress,
             )  # fmt: skip
+            files_read.append({
+                "file": name, "format": formats.get(name, ""),
+                "traces": spool.traces.count - before[0],
+                "blocks": spool.blocks.count - before[1],
+                "skipped": len(spool.skipped) - before[2],
+            })  # fmt: skip
         if problems.count:
             raise ImportFailed(problems.final())
         with transaction.atomic():
@@ -709,4 +735,5 @@ def trace_import(
         seconds=time.perf_counter() - started,
         formats=formats,
         skipped=spool.skipped,
+        files=files_read,
     )

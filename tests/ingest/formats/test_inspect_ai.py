@@ -209,3 +209,23 @@ def test_a_real_image_part_is_stored_as_an_image_and_exported_as_written(org) ->
     assert part["type"] == "image" and part["image"].startswith("data:image/png;base64,te-image:")
     exported = trace_events(trace=Trace.objects.get())
     assert exported[1]["content"][1] == image_part
+
+
+def test_two_real_logs_of_one_task_and_model_get_unique_names(org) -> None:
+    """log_images.json and log_images_tc.json: the same task, sample and model, and logs
+    old enough to have no eval_id: their run ids tell them apart (issue 11 item 5)."""
+    paths = [DATA / "inspect-ai" / name for name in ("log_images.json", "log_images_tc.json")]
+    if not all(path.is_file() for path in paths):
+        pytest.skip(f"real benchmark data not available at {paths[0].parent}")
+    files = [(path.name, path.open("rb")) for path in paths]
+    trace_import(organization=org, dataset_name="d", files=files)
+    run_ids = [json.loads(path.read_text())["eval"]["run_id"][:6] for path in paths]
+    names = [t.name for t in Trace.objects.order_by("index")]
+    assert names == [f"images/1 epoch 1 openai/gpt-4o (run {run_id})" for run_id in run_ids]
+
+
+def test_a_log_without_eval_nor_run_id_is_named_without_either() -> None:
+    sample = {"id": 1, "epoch": 2, "messages": [{"role": "user", "content": "go"}]}
+    log = {"eval": {"task": "t", "model": "m"}, "samples": [sample]}
+    [trace] = traces(read(log))
+    assert trace.name == "t/1 epoch 2 m"

@@ -154,6 +154,8 @@ def sample_trace(
         run += f" {facts['model']}"
     if isinstance(facts.get("eval_id"), str):
         run += f" (eval {facts['eval_id'][:6]})"  # the same task and model run twice
+    elif isinstance(facts.get("run_id"), str):  # older logs have no eval_id
+        run += f" (run {facts['run_id'][:6]})"
     draft = run_trace(where, events, metadata, reward=reward, task_id=task_id, run=run)
     draft.usage = sample_usage(sample)
     return draft

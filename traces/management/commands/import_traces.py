@@ -8,7 +8,7 @@ from tqdm import tqdm
 
 from traces.errors import ImportFailed, TraceStoreError
 from traces.problems import problem_line
-from traces.services.imports import trace_import
+from traces.services.imports import SKIPPED_IN_UPLOAD, trace_import
 from traces.services.organizations import organization_get_or_create
 
 
@@ -80,9 +80,12 @@ class Command(BaseCommand):
         )
         if result.skipped:
             self.stdout.write(
-                f"Skipped {len(result.skipped)} traces the dataset already had "
-                "(--allow-duplicates imports them again):"
+                f"Skipped {len(result.skipped)} duplicate trace"
+                f"{'' if len(result.skipped) == 1 else 's'}, the dataset's or repeated "
+                "in these files (--allow-duplicates imports them again):"
             )
             for found in result.skipped:
                 where = ", ".join(f"{k} {found[k]}" for k in ("line", "trace") if k in found)
-                self.stdout.write(f"  {found['file']}, {where}: {found['name'] or '(no name)'}")
+                why = "repeated" if found.get("reason") == SKIPPED_IN_UPLOAD else "in the dataset"
+                name = found["name"] or "(no name)"
+                self.stdout.write(f"  {found['file']}, {where}: {name} ({why})")
