@@ -65,6 +65,12 @@ def upload_summary_context(result: ImportResult) -> dict[str, Any]:
         "more_skipped": max(0, len(result.skipped) - SKIPPED_SHOWN),
         "skipped_in_upload": in_upload,
         "skipped_in_dataset": len(result.skipped) - in_upload,
+        "metadata_disagreed": sorted(
+            {kept["key"] for kept in result.metadata_kept if kept["reason"] == SKIPPED_IN_UPLOAD}
+        )[:SKIPPED_SHOWN],
+        "metadata_in_dataset": [
+            kept["key"] for kept in result.metadata_kept if kept["reason"] != SKIPPED_IN_UPLOAD
+        ][:SKIPPED_SHOWN],
     }
 
 

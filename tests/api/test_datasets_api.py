@@ -1,6 +1,8 @@
 import io
 import json
 
+from django.core.files.uploadedfile import SimpleUploadedFile
+
 from tests.api.conftest import BASE, error_of, post_json
 from tests.conftest import FIXTURES
 from traces.models import Dataset, Trace
@@ -167,6 +169,24 @@ def test_an_upload_of_a_trace_the_dataset_has_skips_and_reports_it(api):
     body = response.json()
     assert (body["traces"], body["dataset"]["trace_count"]) == (0, 1)
     assert body["skipped"] == [{"file": path.name, "trace": 0, "name": "", "reason": "in_dataset"}]
+    assert body["metadata_kept"] == []
+
+
+def test_an_upload_names_the_dataset_metadata_it_did_not_write(api):
+    dataset = post_json(api, f"{BASE}/datasets", {"name": "runs", "metadata": {"model": "m1"}})
+    body = (
+        b'{"metadata": {"model": "m2", "suite": "s"}}\n'
+        b'{"messages": [{"role": "user", "content": "q"}]}\n'
+    )
+    response = api.post(
+        f"{BASE}/datasets/{dataset.json()['id']}/upload",
+        {"files": [SimpleUploadedFile("a.jsonl", body)]},
+        format="multipart",
+    )
+    assert response.status_code == 201
+    got = response.json()
+    assert got["metadata_kept"] == [{"key": "model", "file": "a.jsonl", "reason": "in_dataset"}]
+    assert got["dataset"]["metadata"] == {"model": "m1", "suite": "s"}
 
 
 def test_allow_duplicates_must_be_a_boolean(api):

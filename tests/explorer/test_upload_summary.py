@@ -131,3 +131,18 @@ def test_hostile_names_are_escaped_and_their_controls_shown(member_client, org):
     assert "<img" not in shown and "&lt;img src=x" in shown
     assert "<b>" not in shown and "&lt;b&gt;evil" in shown
     assert "\u202e" not in shown and "⟨U+202E⟩" in shown
+
+
+def test_the_summary_says_which_dataset_metadata_was_not_written(member_client, org):
+    def with_metadata(name: str, accuracy: float, question: str) -> SimpleUploadedFile:
+        metadata = {"accuracy": accuracy, "<b>k</b>": 1}
+        lines = [{"metadata": metadata}, {"messages": chat(question, "s")}]
+        return SimpleUploadedFile(name, jsonl(lines))
+
+    files = [with_metadata("a.jsonl", 0.75, "one"), with_metadata("b.jsonl", 0.25, "two")]
+    page = member_client.post(
+        URL, {"files": files, "name": "evals", "organization": org.slug}, follow=True
+    ).content.decode()
+    said = text(page)
+    assert "The files disagree on the dataset metadata accuracy : it was not set" in said
+    assert "<b>k</b>" not in summary(page)  # a key is content: escaped

@@ -121,6 +121,12 @@ class DatasetUploadApi(OrgUploadApi):
             help_text="traces left out as duplicates: file, trace or line, name, and reason "
             "(in_dataset: the dataset had it; in_upload: repeated in this upload)",
         )
+        metadata_kept = serializers.ListField(
+            child=serializers.DictField(),
+            help_text="dataset metadata of the files not written: key, file and reason "
+            "(in_dataset: the dataset has the key, its value is kept; in_upload: the files "
+            "disagree on it, each is named; every trace keeps its own file's)",
+        )
         blocks = serializers.IntegerField()
         images = serializers.IntegerField()
         seconds = serializers.FloatField()
@@ -156,6 +162,7 @@ class DatasetUploadApi(OrgUploadApi):
                 "seconds": round(result.seconds, 3),
                 "formats": result.formats,
                 "skipped": result.skipped,
+                "metadata_kept": result.metadata_kept,
             },
             status=201,
         )

@@ -159,13 +159,24 @@ def dataset_update(
 
 
 def dataset_metadata_add(*, dataset: Dataset, metadata: dict[str, Any]) -> Dataset:
-    """Add an import's dataset metadata (a file's first line) over the stored metadata, key
-    by key, and bump updated_at."""
+    """Add an import's dataset metadata (a file's first line) to the stored metadata: the
+    keys it lacks only. A key the dataset has keeps its value, whoever set it (the user in
+    the browser, an earlier import): an import never silently replaces what is there
+    (`metadata_kept` tells the importer which keys it brought another value for)."""
 
     def change(row: Dataset) -> list[str]:
-        if not metadata:
+        stored = row.metadata if isinstance(row.metadata, dict) else {}
+        added = {key: value for key, value in metadata.items() if key not in stored}
+        if not added:
             return []
-        row.metadata = {**(row.metadata if isinstance(row.metadata, dict) else {}), **metadata}
+        row.metadata = {**stored, **added}
         return ["metadata"]
 
     return _write_locked(dataset, change)
+
+
+def metadata_kept(*, stored: Any, brought: dict[str, Any]) -> list[str]:
+    """The keys of `brought` that `dataset_metadata_add` leaves as stored: set already, to
+    another value."""
+    stored = stored if isinstance(stored, dict) else {}
+    return [key for key, value in brought.items() if key in stored and stored[key] != value]

@@ -55,6 +55,7 @@ from traces.services.datasets import (
     dataset_lock_next_index,
     dataset_metadata_add,
     dataset_name_check,
+    metadata_kept,
 )
 from traces.spool import RecordSpool, RowSpool
 from traces.trials import trace_task_trial
@@ -81,6 +82,10 @@ class ImportResult:
     # What each file gave, in upload order: {"file", "format", "traces", "blocks",
     # "skipped"} (its traces written, their blocks, its duplicates left out).
     files: list[dict[str, Any]] = field(default_factory=list)
+    # Dataset metadata the upload brought that was not written: {"key", "file", "reason"}
+    # each; the reason is SKIPPED_IN_DATASET (the dataset has the key: its value is kept)
+    # or SKIPPED_IN_UPLOAD (the upload's files disagree on it: each file is named).
+    metadata_kept: list[dict[str, Any]] = field(default_factory=list)
 
 
 # Why a duplicate was left out: the dataset had it before, or an earlier file or trace
@@ -141,6 +146,9 @@ class _Spool:
         self.links = RecordSpool()
         self.image_shas: set[str] = set()
         self.dataset_metadata: dict[str, Any] = {}
+        self.dataset_metadata_from: dict[str, str] = {}  # key -> the file that gave it
+        self.metadata_kept: list[dict[str, Any]] = []
+        self.metadata_disagreed: set[str] = set()
         # Tool errors (few): their block ids, and how many each trace has.
         self.error_blocks: list[str] = []
         self.trace_errors: dict[str, int] = {}
@@ -534,6 +542,28 @@ def _import_trace(
         unkeepable(exc)
 
 
+def _add_dataset_metadata(spool: _Spool, metadata: dict[str, Any], file_name: str) -> None:
+    """A file's dataset metadata, key by key. A key the files of one upload give different
+    values (the accuracies of several evals) is left out of the dataset's metadata, since
+    no one value is the dataset's; each trace keeps its own file's in its metadata, and
+    the result names the files."""
+    for key, value in metadata.items():
+        if key not in spool.dataset_metadata:
+            spool.dataset_metadata[key] = value
+            spool.dataset_metadata_from[key] = file_name
+        elif spool.dataset_metadata[key] != value:
+            if key not in spool.metadata_disagreed:
+                spool.metadata_disagreed.add(key)
+                spool.metadata_kept.append(
+                    {
+                        "key": key,
+                        "file": spool.dataset_metadata_from[key],
+                        "reason": SKIPPED_IN_UPLOAD,
+                    }
+                )
+            spool.metadata_kept.append({"key": key, "file": file_name, "reason": SKIPPED_IN_UPLOAD})
+
+
 def _import_file(
     name: str,
     stream: BinaryIO,
@@ -564,7 +594,7 @@ def _import_file(
                 except ValidationFailed as exc:
                     problems.add(_with_file(problem_from_error({}, exc), name))
                 else:
-                    spool.dataset_metadata.update(item.metadata)
+                    _add_dataset_metadata(spool, item.metadata, name)
             else:
                 _import_trace(item, spool=spool, problems=problems, limits=limits, file_name=name)
             # The trace is spooled: nothing of it stays in memory while the next is read.
@@ -724,7 +754,17 @@ def trace_import(
             _refuse_traces_written_meanwhile(dataset=dataset, hashes=spool.spooled_hashes)
             spool.write(dataset=dataset, first_index=dataset_lock_next_index(dataset=dataset))
             _refresh_statistics(spool.blocks.count)
-            dataset = dataset_metadata_add(dataset=dataset, metadata=spool.dataset_metadata)
+            brought = {
+                key: value
+                for key, value in spool.dataset_metadata.items()
+                if key not in spool.metadata_disagreed
+            }
+            kept = metadata_kept(stored=dataset.metadata, brought=brought)
+            spool.metadata_kept += [
+                {"key": key, "file": spool.dataset_metadata_from[key], "reason": SKIPPED_IN_DATASET}
+                for key in kept
+            ]
+            dataset = dataset_metadata_add(dataset=dataset, metadata=brought)
     finally:
         spool.close()
     return ImportResult(
@@ -736,4 +776,5 @@ def trace_import(
         formats=formats,
         skipped=spool.skipped,
         files=files_read,
+        metadata_kept=spool.metadata_kept,
     )

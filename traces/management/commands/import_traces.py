@@ -89,3 +89,12 @@ class Command(BaseCommand):
                 why = "repeated" if found.get("reason") == SKIPPED_IN_UPLOAD else "in the dataset"
                 name = found["name"] or "(no name)"
                 self.stdout.write(f"  {found['file']}, {where}: {name} ({why})")
+        if result.metadata_kept:
+            self.stdout.write("Dataset metadata not written (each trace keeps its file's):")
+            for kept in result.metadata_kept:
+                why = (
+                    "the files disagree"
+                    if kept["reason"] == SKIPPED_IN_UPLOAD
+                    else "the dataset's value kept"
+                )
+                self.stdout.write(f"  {kept['key']!r} from {kept['file']}: {why}")
