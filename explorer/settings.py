@@ -213,6 +213,9 @@ LIMIT_TOOL_RESULT_BYTES = env_positive_int("LIMIT_TOOL_RESULT_BYTES", 2097152)
 # A message in an imported file (DESIGN.md "imports keep real logs whole").
 LIMIT_IMPORT_MESSAGE_BYTES = env_positive_int("LIMIT_IMPORT_MESSAGE_BYTES", LIMIT_TOOL_RESULT_BYTES)
 LIMIT_IMAGE_BYTES = env_positive_int("LIMIT_IMAGE_BYTES", 20 * 1024 * 1024)
+# The OTLP/HTTP receiver (/otlp/v1/traces): a body, or what a gzip body inflates to, of
+# more than this is refused 413 (traces/api/otlp.py).
+OTLP_MAX_BYTES = env_positive_int("OTLP_MAX_BYTES", 16 * 1024 * 1024)
 
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
