@@ -90,6 +90,18 @@ def _read_body(request: HttpRequest, limit: int) -> bytes:
 @csrf_exempt
 def otlp_traces(request: HttpRequest) -> HttpResponse:
     media = _answer_media(request)
+    try:
+        return _receive(request, media)
+    except Exception as exc:
+        # SQLite's lock held by another write (noting the key's use is a write too): 503,
+        # which exporters retry, in the OTLP error's encoding.
+        busy = as_database_busy(exc)
+        if busy is None:
+            raise
+        return _error(503, busy.message, media)
+
+
+def _receive(request: HttpRequest, media: str) -> HttpResponse:
     if request.method != "POST":
         response = _error(405, "only POST: an OTLP ExportTraceServiceRequest", media)
         response["Allow"] = "POST"
@@ -116,13 +128,7 @@ def otlp_traces(request: HttpRequest) -> HttpResponse:
         return _error(415, str(exc), media)
     except BadRequest as exc:
         return _error(400, str(exc), media)
-    try:
-        result = otel_spans_ingest(organization=api_key.organization, spans=spans)
-    except Exception as exc:
-        busy = as_database_busy(exc)
-        if busy is None:
-            raise
-        return _error(503, busy.message, media)
+    result = otel_spans_ingest(organization=api_key.organization, spans=spans)
     answer = ExportTraceServiceResponse()
     if result.rejected:
         answer.partial_success.rejected_spans = result.rejected
