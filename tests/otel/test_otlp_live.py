@@ -28,7 +28,7 @@ from tests.otel.agent import (
 from traces.models import Block, OtelSpan, Trace
 from traces.services.api_keys import api_key_create
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
@@ -226,3 +226,17 @@ def test_the_openinference_agent_loop(live_server, key):
     assert trace["reward"] == 0.0
     assert (trace["input_tokens"], trace["output_tokens"]) == (110, 20)
     assert trace["metadata"]["model"] == "claude-sonnet"
+
+
+def test_the_same_spans_sent_by_two_requests_at_once_are_stored_once(live_server, key):
+    """Two exporters' retries racing: the dataset's lock makes them take turns, so one
+    trace, each span once, each block once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    body = request_bytes(recorded(genai_agent, {"service.name": "weather-agent"}))
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(
+            pool.map(lambda _: post(live_server, key, body, "application/x-protobuf"), range(4))
+        )  # noqa: E501
+    assert [a.status_code for a in answers] == [200] * 4
+    assert (Trace.objects.count(), OtelSpan.objects.count(), Block.objects.count()) == (1, 4, 7)
