@@ -247,6 +247,7 @@ def otlp_rule(who: Who, public: bool) -> int:
         return 401
     return 403 if who.role == "viewer" else 200
 
+
 WRITES = [
     Case("api-datasets", "post", "write", lambda c, w, p: as_json(c, "post", api("datasets"), {"name": "new"}), 201),  # noqa: E501
     Case("api-dataset", "patch", "write", lambda c, w, p: as_json(c, "patch", api(f"datasets/{w.dataset.pk}"), {"description": "d", "metadata": {"k": 1}}), 200, "description"),  # noqa: E501

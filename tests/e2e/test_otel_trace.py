@@ -4,23 +4,15 @@ lanes; a refresh after the next batches shows the blocks they brought.
 
 Screenshots go to a temporary folder, or to $E2E_SHOTS when set (to look at them)."""
 
-import os
-from pathlib import Path
-
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.e2e.test_trace_story import shots
 from tests.otel.agent import ANSWER, QUESTION, genai_agent, otlp_exporter, provider_for
 from traces.models import Trace
 from traces.services.api_keys import api_key_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def shots(tmp_path: Path) -> Path:
-    folder = Path(os.environ.get("E2E_SHOTS") or tmp_path)
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
 
 
 def test_an_otel_trace_in_lanes_grows_on_refresh(

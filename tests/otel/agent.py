@@ -59,6 +59,15 @@ TURN_2 = {
 }  # noqa: E501
 
 
+# What both chat spans say of the model call besides its messages and usage.
+CHAT = {
+    "gen_ai.operation.name": "chat",
+    "gen_ai.request.model": "gpt-4o",
+    "gen_ai.response.model": "gpt-4o-2024-08-06",
+    "gen_ai.system_instructions": _dumps([{"type": "text", "content": "You are a weather bot."}]),
+}
+
+
 def genai_agent(provider: TracerProvider, flush: Callable[[], Any], *, score: float = 1.0) -> None:
     """The loop with the current GenAI semantic conventions."""
     tracer = provider.get_tracer("weather-agent")
@@ -70,10 +79,7 @@ def genai_agent(provider: TracerProvider, flush: Callable[[], Any], *, score: fl
     with tracer.start_as_current_span("invoke_agent weather-bot", attributes=agent_attrs) as agent:
         with tracer.start_as_current_span("chat gpt-4o") as chat:
             chat.set_attributes({
-                "gen_ai.operation.name": "chat",
-                "gen_ai.request.model": "gpt-4o",
-                "gen_ai.response.model": "gpt-4o-2024-08-06",
-                "gen_ai.system_instructions": _dumps([{"type": "text", "content": "You are a weather bot."}]),  # noqa: E501
+                **CHAT,
                 "gen_ai.input.messages": _dumps([USER]),
                 "gen_ai.output.messages": _dumps([TURN_1]),
                 "gen_ai.usage.input_tokens": 50,
@@ -91,10 +97,7 @@ def genai_agent(provider: TracerProvider, flush: Callable[[], Any], *, score: fl
         flush()
         with tracer.start_as_current_span("chat gpt-4o") as chat:
             chat.set_attributes({
-                "gen_ai.operation.name": "chat",
-                "gen_ai.request.model": "gpt-4o",
-                "gen_ai.response.model": "gpt-4o-2024-08-06",
-                "gen_ai.system_instructions": _dumps([{"type": "text", "content": "You are a weather bot."}]),  # noqa: E501
+                **CHAT,
                 "gen_ai.input.messages": _dumps([USER, TURN_1, TOOL]),
                 "gen_ai.output.messages": _dumps([TURN_2]),
                 "gen_ai.usage.input_tokens": 90,
@@ -108,6 +111,28 @@ def genai_agent(provider: TracerProvider, flush: Callable[[], Any], *, score: fl
     flush()
 
 
+# What both of OpenInference's model spans say first: the model and the conversation's start.
+OI_HISTORY = {
+    "openinference.span.kind": "LLM",
+    "llm.model_name": "claude-sonnet",
+    "llm.input_messages.0.message.role": "system",
+    "llm.input_messages.0.message.content": "You are a weather bot.",
+    "llm.input_messages.1.message.role": "user",
+    "llm.input_messages.1.message.content": QUESTION,
+}
+
+
+def oi_call(message: str) -> dict[str, Any]:
+    """The assistant's call of get_weather, flattened as OpenInference writes a message."""
+    call = f"{message}.message.tool_calls.0.tool_call"
+    return {
+        f"{message}.message.role": "assistant",
+        f"{call}.id": "toolu_1",
+        f"{call}.function.name": "get_weather",
+        f"{call}.function.arguments": '{"city": "Paris"}',
+    }
+
+
 def openinference_agent(provider: TracerProvider, flush: Callable[[], Any]) -> None:
     """The same loop as OpenInference (Phoenix) instrumentations write it; the tool fails."""
     tracer = provider.get_tracer("openinference.instrumentation.demo")
@@ -116,16 +141,7 @@ def openinference_agent(provider: TracerProvider, flush: Callable[[], Any]) -> N
     ) as agent:  # noqa: E501
         with tracer.start_as_current_span("ChatCompletion") as llm:
             llm.set_attributes({
-                "openinference.span.kind": "LLM",
-                "llm.model_name": "claude-sonnet",
-                "llm.input_messages.0.message.role": "system",
-                "llm.input_messages.0.message.content": "You are a weather bot.",
-                "llm.input_messages.1.message.role": "user",
-                "llm.input_messages.1.message.content": QUESTION,
-                "llm.output_messages.0.message.role": "assistant",
-                "llm.output_messages.0.message.tool_calls.0.tool_call.id": "toolu_1",
-                "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "get_weather",  # noqa: E501
-                "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments": '{"city": "Paris"}',  # noqa: E501
+                **OI_HISTORY, **oi_call("llm.output_messages.0"),
                 "llm.token_count.prompt": 40,
                 "llm.token_count.completion": 9,
             })  # fmt: skip
@@ -141,16 +157,7 @@ def openinference_agent(provider: TracerProvider, flush: Callable[[], Any]) -> N
         flush()
         with tracer.start_as_current_span("ChatCompletion") as llm:
             llm.set_attributes({
-                "openinference.span.kind": "LLM",
-                "llm.model_name": "claude-sonnet",
-                "llm.input_messages.0.message.role": "system",
-                "llm.input_messages.0.message.content": "You are a weather bot.",
-                "llm.input_messages.1.message.role": "user",
-                "llm.input_messages.1.message.content": QUESTION,
-                "llm.input_messages.2.message.role": "assistant",
-                "llm.input_messages.2.message.tool_calls.0.tool_call.id": "toolu_1",
-                "llm.input_messages.2.message.tool_calls.0.tool_call.function.name": "get_weather",  # noqa: E501
-                "llm.input_messages.2.message.tool_calls.0.tool_call.function.arguments": '{"city": "Paris"}',  # noqa: E501
+                **OI_HISTORY, **oi_call("llm.input_messages.2"),
                 "llm.input_messages.3.message.role": "tool",
                 "llm.input_messages.3.message.tool_call_id": "toolu_1",
                 "llm.input_messages.3.message.content": "weather service unavailable",

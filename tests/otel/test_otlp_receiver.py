@@ -216,3 +216,21 @@ def test_a_busy_database_is_503_to_retry_and_writes_nothing(key, body):
     assert response["Retry-After"]
     assert status_of(response).code == code_pb2.UNAVAILABLE
     assert nothing_written()
+
+
+def test_json_nested_past_the_parsers_limits_is_400(key):
+    value = '{"stringValue": "x"}'
+    for _ in range(400):
+        value = '{"kvlistValue": {"values": [{"key": "k", "value": ' + value + "}]}}"
+    body = (
+        '{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "'
+        + "ab" * 16
+        + '", "spanId": "'
+        + "cd" * 8
+        + '", "attributes": [{"key": "a", "value": '
+        + value
+        + "}]}]}]}]}"
+    )  # noqa: E501
+    response = send(key, body.encode(), content_type="application/json")
+    assert response.status_code == 400
+    assert nothing_written()

@@ -34,6 +34,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from traces import jsontext
 from traces.validation import reward_of
 
 ERROR = 2  # Status.STATUS_CODE_ERROR
@@ -80,12 +81,15 @@ class Derived:
 
 
 def _json(value: Any) -> Any:
-    """A JSON string as its value; anything else as it is."""
+    """A JSON string as its value; anything else as it is. A string that is not JSON, or
+    JSON nested deeper than any stored value may be (jsontext.MAX_DEPTH), stays text."""
     if isinstance(value, str):
         try:
-            return json.loads(value)
-        except ValueError:
+            parsed = json.loads(value)
+            jsontext.check_depth(parsed)
+        except (ValueError, RecursionError, jsontext.JsonTooDeep):
             return value
+        return parsed
     return value
 
 

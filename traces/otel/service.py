@@ -16,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from traces import ids
-from traces.checks import Context, Limits, ParentInfo
+from traces.checks import Context, Limits, ParentInfo, check_json_depth
 from traces.errors import TraceStoreError
 from traces.ingest.types import Usage
 from traces.models import Block, Dataset, Organization, OtelSpan, Trace
@@ -197,6 +197,7 @@ def _block_of(trace, draft, by_key, stored, new, calls_taken, limits, result, ar
             parent_sub_type, parent_call = parent_block.sub_type, parent_block.call_id
         parent = ParentInfo(id=parent_id, sub_type=parent_sub_type, call_id=parent_call)
     try:
+        check_json_depth(draft.raw, "raw")
         valid = validate_block(
             sub_type=draft.sub_type, payload=draft.payload, parent=parent, limits=limits,
             ctx=Context(trace_id=trace.pk), strict=False,
