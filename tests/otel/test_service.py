@@ -115,3 +115,17 @@ def test_tool_errors_and_usage_are_kept_on_the_trace(org):
     result = Block.objects.get(sub_type="TOOL_RESULT")
     assert result.is_error and result.parent.payload["call_id"] == "c1"
     assert trace.metadata["errors"][0]["message"] == "boom"
+
+
+def test_deleting_the_dataset_or_the_trace_takes_its_spans(org):
+    from traces.services.deletion import dataset_delete, trace_delete
+
+    send(org, chat(1, [text("user", "a")], []))
+    trace_delete(trace=Trace.objects.get())
+    assert not OtelSpan.objects.exists()
+    send(org, chat(1, [text("user", "a")], []))
+    dataset_delete(dataset=Trace.objects.get().dataset)
+    assert not (OtelSpan.objects.exists() or Trace.objects.exists() or Block.objects.exists())
+    # the same spans sent again make the dataset and the trace anew
+    send(org, chat(1, [text("user", "a")], []))
+    assert Block.objects.count() == 1

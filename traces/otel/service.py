@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from traces import ids
 from traces.checks import Context, Limits, ParentInfo, check_json_depth
-from traces.errors import TraceStoreError
+from traces.errors import NotFound, TraceStoreError
 from traces.ingest.types import Usage
 from traces.models import Block, Dataset, Organization, OtelSpan, Trace
 from traces.order import count_places, stitched_places
@@ -82,8 +82,7 @@ def otel_spans_ingest(*, organization: Organization, spans: list[SpanIn]) -> Ing
             result.errors.append(f"span {item.span['span_id']}: {exc.message}")
     with transaction.atomic():
         for name, items in by_dataset.items():
-            dataset, _ = dataset_get_or_create(organization=organization, name=name)
-            dataset = dataset_lock(dataset=dataset)
+            dataset = _dataset_locked(organization, name)
             by_trace: dict[str, list[SpanIn]] = defaultdict(list)
             for item in items:
                 by_trace[item.span["trace_id"]].append(item)
@@ -99,6 +98,19 @@ def otel_spans_ingest(*, organization: Organization, spans: list[SpanIn]) -> Ing
                     )  # noqa: E501
             Dataset.objects.filter(pk=dataset.pk).update(updated_at=timezone.now())
     return result
+
+
+def _dataset_locked(organization: Organization, name: str) -> Dataset:
+    """The organization's dataset of this name, made if missing, locked for the request;
+    made again if a deletion took it between the two."""
+    for attempt in range(2):
+        dataset, _ = dataset_get_or_create(organization=organization, name=name)
+        try:
+            return dataset_lock(dataset=dataset)
+        except NotFound:
+            if attempt:
+                raise
+    raise AssertionError("unreachable")
 
 
 def _trace_for(organization: Organization, dataset: Dataset, otel_trace_id: str) -> Trace:
