@@ -167,6 +167,9 @@ class _Stored:
 def _grow(trace: Trace, resource: dict[str, Any], result: IngestResult, arrived: set[str]) -> None:
     """Derive the trace from all its spans; write the blocks not stored yet; place every
     block in the derived order; keep the trace's counts, usage and metadata."""
+    # The trace row's lock first, as the blocks API takes it to append: no block is
+    # written in between the read below and the placing.
+    Trace.objects.select_for_update().filter(pk=trace.pk).values_list("pk").first()
     spans = list(OtelSpan.objects.filter(trace=trace).values_list("span", flat=True))
     derived = derive(spans, resource)
     stored: dict[str, _Stored] = {}
@@ -271,7 +274,7 @@ def _place(trace: Trace, derived: Derived, by_key, stored, new) -> None:
 
 
 def _update_trace(trace: Trace, derived: Derived, count: int, counts: dict, errors: int) -> None:
-    locked = Trace.objects.select_for_update().get(pk=trace.pk)
+    locked = Trace.objects.get(pk=trace.pk)  # locked by _grow
     metadata = locked.metadata if isinstance(locked.metadata, dict) else {}
     metadata = {**metadata, **derived.metadata}
     locked.metadata = metadata
