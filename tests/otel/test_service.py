@@ -129,3 +129,12 @@ def test_deleting_the_dataset_or_the_trace_takes_its_spans(org):
     # the same spans sent again make the dataset and the trace anew
     send(org, chat(1, [text("user", "a")], []))
     assert Block.objects.count() == 1
+
+
+def test_a_message_nested_past_the_stored_depth_is_refused_with_its_reason(org):
+    deep = json.loads("[" * 200 + "]" * 200)
+    message = {"role": "user", "parts": [{"type": "text", "content": "x"}], "k": deep}
+    result = send(org, chat(1, [message, text("user", "fine")], []))
+    assert result.rejected == 1
+    assert "raw" in result.errors[0] and "deep" in result.errors[0]
+    assert [b.payload["content"] for b in Block.objects.all()] == ["fine"]

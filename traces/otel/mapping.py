@@ -27,14 +27,14 @@ really said twice is kept twice.
 """
 
 import hashlib
-import json
 import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from traces import jsontext
+import orjson
+
 from traces.validation import reward_of
 
 ERROR = 2  # Status.STATUS_CODE_ERROR
@@ -81,22 +81,26 @@ class Derived:
 
 
 def _json(value: Any) -> Any:
-    """A JSON string as its value; anything else as it is. A string that is not JSON, or
-    JSON nested deeper than any stored value may be (jsontext.MAX_DEPTH), stays text."""
+    """A JSON string as its value; anything else as it is. A string that is not JSON (or
+    nests past orjson's 1024 levels) stays text; what is kept of it is depth-checked
+    where it is written."""
     if isinstance(value, str):
         try:
-            parsed = json.loads(value)
-            jsontext.check_depth(parsed)
-        except (ValueError, RecursionError, jsontext.JsonTooDeep):
+            return orjson.loads(value)
+        except orjson.JSONDecodeError:
             return value
-        return parsed
     return value
 
 
 def _text(value: Any) -> str | None:
     if value is None:
         return None
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    if isinstance(value, str):
+        return value
+    try:
+        return orjson.dumps(value, default=str).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return repr(value)
 
 
 def _whole(value: Any) -> int | None:
@@ -359,8 +363,11 @@ def span_note(span: dict[str, Any]) -> dict[str, Any]:
 
 
 def _digest(*values: Any) -> str:
-    text = json.dumps(values, ensure_ascii=False, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:24]
+    try:
+        text = orjson.dumps(values, option=orjson.OPT_SORT_KEYS, default=str)
+    except (TypeError, orjson.JSONEncodeError):  # nested past orjson's depth, huge numbers
+        text = repr(values).encode()
+    return hashlib.sha256(text).hexdigest()[:24]
 
 
 def message_digest(message: dict[str, Any]) -> str:
