@@ -244,3 +244,16 @@ def test_messages_nested_past_the_parser_are_not_read():
     deep = "[" * 5000 + "]" * 5000
     spans = [span(1, "chat", {"gen_ai.operation.name": "chat", "gen_ai.input.messages": deep})]
     assert derive(spans).drafts == []
+
+
+def test_a_run_only_an_agent_span_describes_is_its_input_and_output():
+    agent = span(
+        1, "agent", {"openinference.span.kind": "AGENT", "input.value": "2+2?", "output.value": "4"}
+    )  # noqa: E501
+    assert tree(derive([agent]).drafts) == [
+        ("MESSAGE", ("user", "2+2?"), None),
+        ("MESSAGE", ("assistant", "4"), None),
+    ]
+    # with a model span, the agent's input and output are that span's messages: not again
+    model = chat(2, [text("user", "2+2?")], [text("assistant", "4")], parent=f"{1:016x}")
+    assert len(derive([agent, model]).drafts) == 2

@@ -581,6 +581,21 @@ def _root(spans: list[dict[str, Any]]) -> dict[str, Any] | None:
     return roots[0] if roots else None
 
 
+def _io_as_messages(span: dict[str, Any]) -> dict[str, Any]:
+    """A run no model span describes (an OpenInference AGENT or CHAIN span alone): its
+    `input.value` as the user's message and its `output.value` as the answer."""
+    attributes = span.get("attributes") or {}
+    io: dict[str, Any] = {}
+    for key, side, role in (
+        ("input.value", "gen_ai.input.messages", "user"),
+        ("output.value", "gen_ai.output.messages", "assistant"),
+    ):
+        value = attributes.get(key)
+        text = [{"role": role, "parts": [{"type": "text", "content": value}]}]
+        io[side] = text if isinstance(value, str) and value else []
+    return {**span, "attributes": io, "events": []}
+
+
 def _is_tool(span: dict[str, Any]) -> bool:
     op = operation(span)
     attributes = span.get("attributes") or {}
@@ -617,13 +632,15 @@ def derive(spans: list[dict[str, Any]], resource: dict[str, Any] | None = None) 
                 models.append(model)
     for span in trace.pending:
         trace.read_tool(span, final=True)
+    root = _root(spans)
+    if root is not None and not any(d.sub_type == "MESSAGE" for d in trace.drafts):
+        trace.read_messages(_io_as_messages(root))
     drafts = sorted(trace.drafts, key=lambda d: (d.time_ns, d.seq))
     starts = [s["start_ns"] for s in spans if s.get("start_ns")]
     ends = [s["end_ns"] for s in spans if s.get("end_ns")]
     duration = (
         (max(ends) - min(starts)) / 1e9 if starts and ends and max(ends) >= min(starts) else None
     )  # noqa: E501
-    root = _root(spans)
     metadata = trace_metadata(spans, root, models, resource or {})
     name = (root or {}).get("name", "") if root else ""
     return Derived(drafts, name, metadata, input_tokens, output_tokens, duration)
