@@ -4,10 +4,12 @@ answers, an evaluator scores the run. Its spans go through the stock OTLP/HTTP e
 (or are kept in memory, to be sent by hand in another order or encoding), flushed after
 each step so that they arrive in several batches, children before their parent."""
 
+import base64
 import json
 from collections.abc import Callable
 from typing import Any
 
+from google.protobuf import json_format
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
@@ -184,3 +186,17 @@ def recorded(agent: Callable, resource: dict[str, Any], **kwargs) -> list:
 def request_bytes(spans: list) -> bytes:
     """The ExportTraceServiceRequest the stock exporter would send for these spans."""
     return encode_spans(spans).SerializeToString()
+
+
+def otlp_json(spans) -> bytes:
+    """The JSON form of the same ExportTraceServiceRequest (the Python exporter has no
+    JSON encoding): google.protobuf.json_format's, with the ids in hex as OTLP/JSON
+    writes them (protobuf's JSON mapping would write base64)."""
+    data = json_format.MessageToDict(encode_spans(spans))
+    for resource in data["resourceSpans"]:
+        for scope in resource["scopeSpans"]:
+            for span in scope["spans"]:
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if key in span:
+                        span[key] = base64.b64decode(span[key]).hex()
+    return json.dumps(data).encode()

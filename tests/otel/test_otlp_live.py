@@ -7,8 +7,6 @@ import json
 
 import pytest
 import requests
-from google.protobuf import json_format
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
@@ -21,6 +19,7 @@ from tests.otel.agent import (
     genai_agent,
     openinference_agent,
     otlp_exporter,
+    otlp_json,
     provider_for,
     recorded,
     request_bytes,
@@ -152,22 +151,6 @@ def post(live_server, key, body: bytes, content_type: str, **headers):
         headers={"Authorization": f"Bearer {key}", "Content-Type": content_type, **headers},
         timeout=10,
     )
-
-
-def otlp_json(spans) -> bytes:
-    """The JSON form of the same ExportTraceServiceRequest (the Python exporter has no
-    JSON encoding): google.protobuf.json_format's, with the ids in hex as OTLP/JSON
-    writes them (protobuf's JSON mapping would write base64)."""
-    data = json_format.MessageToDict(encode_spans(spans))
-    for resource in data["resourceSpans"]:
-        for scope in resource["scopeSpans"]:
-            for span in scope["spans"]:
-                for key in ("traceId", "spanId", "parentSpanId"):
-                    if key in span:
-                        import base64
-
-                        span[key] = base64.b64decode(span[key]).hex()
-    return json.dumps(data).encode()
 
 
 def test_the_json_form_in_batches_in_reverse_order_gives_the_same_trace(live_server, key):

@@ -13,7 +13,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from tests.otel.agent import genai_agent, recorded, request_bytes
+from tests.otel.agent import genai_agent, otlp_json, recorded, request_bytes
 from tests.sqlite_lock import busy_timeout, sqlite_only, write_lock_held_elsewhere
 from traces.models import Block, Dataset, OtelSpan, Trace
 from traces.services.api_keys import api_key_create
@@ -234,3 +234,23 @@ def test_json_nested_past_the_parsers_limits_is_400(key):
     response = send(key, body.encode(), content_type="application/json")
     assert response.status_code == 400
     assert nothing_written()
+
+
+def test_a_gzip_json_body_answers_json(key):
+    body = gzip.compress(otlp_json(recorded(genai_agent, {"service.name": "weather-agent"})))
+    response = send(key, body, content_type="application/json", HTTP_CONTENT_ENCODING="gzip")
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/json"
+    assert json.loads(response.content) == {}
+    assert Block.objects.count() == 7
+
+
+def test_ids_in_base64_as_protobufs_json_mapping_writes_them_are_taken_too(key):
+    from google.protobuf import json_format
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    spans = recorded(genai_agent, {"service.name": "weather-agent"})
+    body = json_format.MessageToJson(encode_spans(spans)).encode()
+    assert send(key, body, content_type="application/json").status_code == 200
+    hex_id = format(spans[0].context.trace_id, "032x")
+    assert Trace.objects.get().metadata["otel.trace_id"] == hex_id
