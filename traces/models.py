@@ -407,6 +407,7 @@ class OtelSpan(models.Model):
     span_id = models.CharField(max_length=16)
     start_ns = models.BigIntegerField()
     span = JSONTextField()  # traces.otel.decode's dict of it
+    size = models.IntegerField(default=0)  # bytes of `span` as JSON: a trace's are capped
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -138,3 +138,19 @@ def test_a_message_nested_past_the_stored_depth_is_refused_with_its_reason(org):
     assert result.rejected == 1
     assert "raw" in result.errors[0] and "deep" in result.errors[0]
     assert [b.payload["content"] for b in Block.objects.all()] == ["fine"]
+
+
+def test_spans_past_the_trace_caps_are_refused_with_the_reason(org, settings):
+    settings.OTEL_TRACE_MAX_SPANS = 2
+    first = chat(1, [text("user", "a")], [text("assistant", "b")])
+    second = chat(2, [text("user", "c")], [])
+    third = chat(3, [text("user", "d")], [])
+    result = send(org, first, second, third)
+    assert result.rejected == 1
+    assert "the most is 2 spans" in result.errors[0]
+    assert OtelSpan.objects.count() == 2
+    assert [b.payload["content"] for b in Block.objects.order_by("number")] == ["a", "b", "c"]
+    settings.OTEL_TRACE_MAX_SPANS = 100
+    settings.OTEL_TRACE_MAX_BYTES = sum(OtelSpan.objects.values_list("size", flat=True)) + 10
+    assert send(org, third).rejected == 1  # no room in bytes either
+    assert OtelSpan.objects.count() == 2

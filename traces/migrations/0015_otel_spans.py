@@ -21,6 +21,7 @@ class Migration(migrations.Migration):
                 ('span_id', models.CharField(max_length=16)),
                 ('start_ns', models.BigIntegerField()),
                 ('span', traces.jsontext.JSONTextField()),
+                ('size', models.IntegerField(default=0)),
                 ('created_at', models.DateTimeField(auto_now_add=True)),
                 ('trace', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='otel_spans', to='traces.trace')),
             ],

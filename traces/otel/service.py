@@ -12,10 +12,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
+from django.db.models import Count, Sum
 from django.utils import timezone
 
-from traces import ids
+from traces import ids, jsontext
 from traces.checks import Context, Limits, ParentInfo, check_json_depth
 from traces.errors import NotFound, TraceStoreError
 from traces.ingest.types import Usage
@@ -91,13 +93,9 @@ def otel_spans_ingest(*, organization: Organization, spans: list[SpanIn]) -> Ing
             for trace_id, trace_items in by_trace.items():
                 trace = _trace_for(organization, dataset, trace_id)
                 result.traces.add(trace.pk)
-                if _store_spans(trace, trace_items):
-                    _grow(
-                        trace,
-                        trace_items[0].resource,
-                        result,
-                        {i.span["span_id"] for i in trace_items},
-                    )
+                arrived = _store_spans(trace, trace_items, result)
+                if arrived:
+                    _grow(trace, trace_items[0].resource, result, arrived)
             Dataset.objects.filter(pk=dataset.pk).update(updated_at=timezone.now())
     return result
 
@@ -130,8 +128,9 @@ def _trace_for(organization: Organization, dataset: Dataset, otel_trace_id: str)
     )
 
 
-def _store_spans(trace: Trace, items: list[SpanIn]) -> bool:
-    """Keep the spans the trace does not have yet; True if there was one."""
+def _store_spans(trace: Trace, items: list[SpanIn], result: IngestResult) -> set[str]:
+    """Keep the spans the trace does not have yet, within its caps (OTEL_TRACE_MAX_SPANS,
+    OTEL_TRACE_MAX_BYTES: past them a span is refused); the ids of those kept."""
     new: dict[str, dict[str, Any]] = {}
     for item in items:
         new.setdefault(item.span["span_id"], item.span)
@@ -140,19 +139,33 @@ def _store_spans(trace: Trace, items: list[SpanIn]) -> bool:
             "span_id", flat=True
         )
     )
-    rows = [
-        OtelSpan(
-            trace=trace,
-            otel_trace_id=span["trace_id"],
-            span_id=span_id,
-            start_ns=min(span.get("start_ns") or 0, (1 << 63) - 1),
-            span=span,
-        )
-        for span_id, span in new.items()
-        if span_id not in stored
-    ]
+    held = OtelSpan.objects.filter(trace=trace).aggregate(n=Count("id"), b=Sum("size"))
+    count, size = held["n"], held["b"] or 0
+    rows = []
+    for span_id, span in new.items():
+        if span_id in stored:
+            continue
+        span_size = len(jsontext.dumps(span))
+        if (
+            count + 1 > settings.OTEL_TRACE_MAX_SPANS
+            or size + span_size > settings.OTEL_TRACE_MAX_BYTES
+        ):  # noqa: E501
+            result.rejected += 1
+            result.errors.append(
+                f"span {span_id}: the trace holds {count} spans of {size} bytes, the most "
+                f"is {settings.OTEL_TRACE_MAX_SPANS} spans of {settings.OTEL_TRACE_MAX_BYTES}"
+            )
+            continue
+        count, size = count + 1, size + span_size
+        rows.append(
+            OtelSpan(
+                trace=trace, otel_trace_id=span["trace_id"], span_id=span_id,
+                start_ns=min(span.get("start_ns") or 0, (1 << 63) - 1), span=span,
+                size=span_size,
+            )
+        )  # fmt: skip
     OtelSpan.objects.bulk_create(rows)
-    return bool(rows)
+    return {row.span_id for row in rows}
 
 
 @dataclass
