@@ -220,7 +220,7 @@ OTLP_MAX_BYTES = env_positive_int("OTLP_MAX_BYTES", 16 * 1024 * 1024)
 # many, of at most this many bytes; spans past either are refused (partial_success), so
 # that a batch's work stays bounded however long a trace runs.
 OTEL_TRACE_MAX_SPANS = env_positive_int("OTEL_TRACE_MAX_SPANS", 10000)
-OTEL_TRACE_MAX_BYTES = env_positive_int("OTEL_TRACE_MAX_BYTES", 64 * 1024 * 1024)
+OTEL_TRACE_MAX_BYTES = env_positive_int("OTEL_TRACE_MAX_BYTES", 32 * 1024 * 1024)
 
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
