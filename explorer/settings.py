@@ -214,6 +214,14 @@ LIMIT_TOOL_RESULT_BYTES = env_positive_int("LIMIT_TOOL_RESULT_BYTES", 2097152)
 # A message in an imported file (DESIGN.md "imports keep real logs whole").
 LIMIT_IMPORT_MESSAGE_BYTES = env_positive_int("LIMIT_IMPORT_MESSAGE_BYTES", LIMIT_TOOL_RESULT_BYTES)
 LIMIT_IMAGE_BYTES = env_positive_int("LIMIT_IMAGE_BYTES", 20 * 1024 * 1024)
+# The OTLP/HTTP receiver (/otlp/v1/traces): a body, or what a gzip body inflates to, of
+# more than this is refused 413 (traces/api/otlp.py).
+OTLP_MAX_BYTES = env_positive_int("OTLP_MAX_BYTES", 16 * 1024 * 1024)
+# One OTel trace's spans, kept to derive its blocks again when more arrive: at most this
+# many, of at most this many bytes; spans past either are refused (partial_success), so
+# that a batch's work stays bounded however long a trace runs.
+OTEL_TRACE_MAX_SPANS = env_positive_int("OTEL_TRACE_MAX_SPANS", 10000)
+OTEL_TRACE_MAX_BYTES = env_positive_int("OTEL_TRACE_MAX_BYTES", 32 * 1024 * 1024)
 
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

@@ -21,6 +21,7 @@ from explorer.views import (
     trace,
     upload,
 )
+from traces.api import otlp
 
 DATASET, TRACE = "d/<str:dataset_id>/", "t/<str:trace_id>/"
 
@@ -43,6 +44,8 @@ urlpatterns = [
     path("v1/schema", SpectacularAPIView.as_view(), name="api-schema"),
     path("v1/docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("", include("traces.api.urls")),
+    # OpenTelemetry: OTLP/HTTP's path under OTEL_EXPORTER_OTLP_ENDPOINT=http://host/otlp
+    path("otlp/v1/traces", otlp.otlp_traces, name="otlp-traces"),
     # Pages
     *pages(datasets, {"datasets": ("", datasets.datasets_page)}),
     *pages(dataset, {

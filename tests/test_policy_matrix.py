@@ -23,6 +23,7 @@ from rest_framework.test import APIClient
 
 from demo.generator import tiny_png
 from tests.conftest import organization, user_in, written_for_the_module
+from tests.otel.agent import genai_agent, recorded, request_bytes
 from traces.models import (
     Annotation,
     ApiKey,
@@ -212,6 +213,8 @@ class Case:
     ok: int
     label: str = ""
     anyone: bool = False  # answers everyone, signed in or not
+    # A route with its own rule, given as the status for (who, public); None: the common one
+    expect: Callable[["Who", bool], int | str] | None = None
 
     @property
     def api(self) -> bool:
@@ -234,6 +237,16 @@ def upload_file() -> SimpleUploadedFile:
 
 
 MESSAGE = {"sub_type": "MESSAGE", "payload": {"role": "user", "content": "more"}}
+OTLP_BODY = request_bytes(recorded(genai_agent, {"service.name": "agent"}))
+
+
+def otlp_rule(who: Who, public: bool) -> int:
+    """OTLP takes an API key only (exporters send headers, never cookies), and writes into
+    the key's own organization: an outsider's key writes into its own, a viewer's may not."""
+    if who.way != "key":
+        return 401
+    return 403 if who.role == "viewer" else 200
+
 
 WRITES = [
     Case("api-datasets", "post", "write", lambda c, w, p: as_json(c, "post", api("datasets"), {"name": "new"}), 201),  # noqa: E501
@@ -270,6 +283,7 @@ WRITES = [
     Case("api-key-revoke", "post", "manage", lambda c, w, p: c.post(reverse("api-key-revoke", args=[w.victim_key.pk])), 302),  # noqa: E501
     Case("trace-reward", "post", "write", lambda c, w, p: c.post(reverse("trace-reward", args=[w.trace.pk]), {"action": "up"}), 302),  # noqa: E501
     Case("block-reward", "post", "write", lambda c, w, p: c.post(reverse("block-reward", args=[w.trace.pk, w.block.pk]), {"action": "up"}), 302),  # noqa: E501
+    Case("otlp-traces", "post", "write", lambda c, w, p: c.generic("POST", reverse("otlp-traces"), OTLP_BODY, content_type="application/x-protobuf"), 200, expect=otlp_rule),  # noqa: E501
 ]  # fmt: skip
 
 READS = [
@@ -315,6 +329,8 @@ def expected(case: Case, who: Who, public: bool) -> int | str:
     API read is 404 as for an outsider, an API write 401, and a page the sign-in page; 404
     outside the organization unless it is a read of public data, 403 for a role too low.
     A key is not a way into the pages: there it is nobody."""
+    if case.expect is not None:
+        return case.expect(who, public)
     if who.way == "none" or (who.way == "key" and not case.api):
         if case.api:
             if case.method in UNSAFE:

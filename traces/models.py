@@ -392,3 +392,31 @@ class Annotation(models.Model):
 
     def __str__(self) -> str:
         return self.id
+
+
+class OtelSpan(models.Model):
+    """One OpenTelemetry span received at /otlp/v1/traces (traces/otel/), kept as decoded,
+    so that the trace's blocks can be derived again from all its spans when a later batch
+    brings more (spans arrive in any order). The unique (trace, span_id) makes a re-sent
+    span (an exporter's retry) a no-op, however many requests race."""
+
+    trace = models.ForeignKey(
+        Trace, on_delete=models.CASCADE, related_name="otel_spans", db_index=False
+    )
+    otel_trace_id = models.CharField(max_length=32)  # hex, as OTLP/JSON writes it
+    span_id = models.CharField(max_length=16)
+    start_ns = models.BigIntegerField()
+    span = JSONTextField()  # traces.otel.decode's dict of it
+    size = models.IntegerField(default=0)  # bytes of `span` as JSON: a trace's are capped
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["trace", "span_id"], name="otel_span_unique")
+        ]
+        indexes = [
+            models.Index(fields=["otel_trace_id"], name="otel_span_trace_id"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.otel_trace_id}/{self.span_id}"

@@ -5,6 +5,7 @@ one test file in tests/ingest/formats/.
 """
 
 from traces.ingest.formats import (
+    atif,
     inspect_ai,
     inspect_eval,
     json_array,
@@ -28,6 +29,7 @@ FORMATS: list[Format] = [
     inspect_eval.FORMAT,
     who_and_when.FORMAT,
     mini_swe_agent.FORMAT,
+    atif.FORMAT,
     json_object.FORMAT,
     jsonl.FORMAT,
     tau_bench.FORMAT,

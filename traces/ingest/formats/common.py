@@ -2,6 +2,7 @@
 small helpers for the metadata they keep."""
 
 from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime
 from typing import Any, BinaryIO
 
 import ijson
@@ -173,3 +174,18 @@ def read_runs(
         yield DatasetMetadata(facts())
     if count == 0 and not seen_runs_key:
         yield FormatProblem(f"no {runs_key}: no trace to import", {}, rule="non_empty")
+
+
+def first_to_last_seconds(items: list[Any]) -> float | None:
+    """From the first item's ISO 8601 `timestamp` to the last's (OpenHands' events,
+    ATIF's steps); None where fewer than one can be read or zones are mixed."""
+    stamps = []
+    for item in items:
+        try:
+            stamps.append(datetime.fromisoformat(item["timestamp"]))
+        except (KeyError, TypeError, ValueError):
+            continue
+    try:
+        return (stamps[-1] - stamps[0]).total_seconds() if stamps else None
+    except TypeError:  # one timestamp with a zone, another without
+        return None

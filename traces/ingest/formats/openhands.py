@@ -10,10 +10,9 @@ message of its source. Each event is kept whole under `openhands`.
 """
 
 from collections.abc import Iterator
-from datetime import datetime
 from typing import Any
 
-from traces.ingest.formats.common import WholeJsonFile, as_object, total
+from traces.ingest.formats.common import WholeJsonFile, as_object, first_to_last_seconds, total
 from traces.ingest.types import DatasetMetadata, FormatProblem, Item, Sniff, TraceDraft, Usage
 
 
@@ -70,20 +69,6 @@ def to_events(stream: list[Any]) -> list[Any]:
     return events
 
 
-def _seconds(stream: list[dict[str, Any]]) -> float | None:
-    """From the first event's `timestamp` to the last's."""
-    stamps = []
-    for event in stream:
-        try:
-            stamps.append(datetime.fromisoformat(event["timestamp"]))
-        except (KeyError, TypeError, ValueError):
-            continue
-    try:
-        return (stamps[-1] - stamps[0]).total_seconds() if stamps else None
-    except TypeError:  # one timestamp with a zone, another without
-        return None
-
-
 def usage(stream: list[Any]) -> Usage:
     """The run's figures. The last `llm_metrics` an event carries (OpenHands writes them
     accumulated: `accumulated_cost`, `accumulated_token_usage`) where there is one; else
@@ -92,7 +77,7 @@ def usage(stream: list[Any]) -> Usage:
     The duration runs from the first event's timestamp to the last's."""
     events = [e for e in stream if isinstance(e, dict)]
     metrics = next((e["llm_metrics"] for e in reversed(events) if "llm_metrics" in e), None)
-    seconds = _seconds(events)
+    seconds = first_to_last_seconds(events)
     if isinstance(metrics, dict):
         tokens = as_object(metrics.get("accumulated_token_usage"))
         return Usage.of(

@@ -1,0 +1,156 @@
+"""traces/otel/service.py: spans stored once per trace, a trace grown batch by batch and
+placed again in span-time order, and what else the trace holds left alone."""
+
+import json
+
+import pytest
+
+from tests.otel.test_mapping import chat, span, text
+from traces.models import Block, OtelSpan, Trace
+from traces.otel.decode import SpanIn
+from traces.otel.service import otel_spans_ingest
+from traces.services.blocks import BlockInput, block_create
+from traces.services.traces import trace_patch
+
+pytestmark = pytest.mark.django_db
+RESOURCE = {"service.name": "svc"}
+
+
+def send(org, *spans, resource=RESOURCE):
+    return otel_spans_ingest(organization=org, spans=[SpanIn(resource, s) for s in spans])
+
+
+def stitched(trace) -> list[tuple]:
+    rows = Block.objects.filter(trace=trace).order_by("turn", "act", "step", "created_at", "id")
+    return [(b.number, b.sub_type, b.payload.get("content")) for b in rows]
+
+
+def test_a_later_batch_with_an_earlier_span_is_placed_before(org):
+    u, a = text("user", "first"), text("assistant", "one")
+    later = chat(2, [u, a, text("user", "second")], [text("assistant", "two")])
+    send(org, later)
+    trace = Trace.objects.get()
+    assert [c for _, _, c in stitched(trace)] == ["first", "one", "second", "two"]
+    # the first chat's span, sent late, brings a system message said before everything
+    send(org, chat(1, [text("system", "sys"), u], [a]))
+    assert stitched(trace) == [
+        (1, "MESSAGE", "sys"), (2, "MESSAGE", "first"), (3, "MESSAGE", "one"),
+        (4, "MESSAGE", "second"), (5, "MESSAGE", "two"),
+    ]  # fmt: skip
+    trace.refresh_from_db()
+    assert trace.block_count == 5 and trace.block_counts["MESSAGE"] == 5
+
+
+def test_a_span_sent_twice_is_stored_once_and_changes_nothing(org):
+    one = chat(1, [text("user", "hi")], [text("assistant", "hello")])
+    send(org, one, one)
+    before = list(Block.objects.values_list("id", "turn", "number"))
+    send(org, one)
+    assert list(Block.objects.values_list("id", "turn", "number")) == before
+    assert OtelSpan.objects.count() == 1
+
+
+def test_blocks_appended_through_the_api_and_metadata_patches_stay(org):
+    send(org, chat(1, [text("user", "hi")], [text("assistant", "hello")]))
+    trace = Trace.objects.get()
+    mine = block_create(
+        trace=trace,
+        block=BlockInput(sub_type="MESSAGE", payload={"role": "user", "content": "note"}),
+    )  # noqa: E501
+    trace_patch(trace=trace, metadata={"reviewer": "ana"})
+    send(
+        org,
+        chat(
+            2,
+            [text("user", "hi"), text("assistant", "hello"), text("user", "more")],
+            [text("assistant", "sure")],
+        ),
+    )  # noqa: E501
+    assert [c for _, _, c in stitched(trace)] == ["hi", "hello", "more", "sure", "note"]
+    assert Block.objects.filter(pk=mine["id"]).exists()
+    trace.refresh_from_db()
+    assert trace.metadata["reviewer"] == "ana"
+    assert trace.metadata["otel.trace_id"] == "ab" * 16
+
+
+def test_the_dataset_is_the_resource_attribute_else_the_service_name(org):
+    send(
+        org,
+        chat(1, [text("user", "a")], []),
+        resource={"service.name": "svc", "trace_explorer.dataset": "runs"},
+    )  # noqa: E501
+    send(org, chat(2, [text("user", "b")], []), resource={"service.name": "svc"})
+    send(org, chat(3, [text("user", "c")], []), resource={})
+    names = sorted(Trace.objects.values_list("dataset__name", flat=True))
+    assert names == ["otel", "runs", "svc"]
+
+
+def test_a_dataset_name_that_cannot_be_refuses_its_spans_only(org):
+    result = send(org, chat(1, [text("user", "a")], []), resource={"service.name": "x" * 201})
+    assert (result.rejected, Trace.objects.count()) == (1, 0)
+    assert "200 characters" in result.errors[0]
+
+
+def test_tool_errors_and_usage_are_kept_on_the_trace(org):
+    call = {
+        "role": "assistant",
+        "parts": [{"type": "tool_call", "id": "c1", "name": "ls", "arguments": "{}"}],
+    }  # noqa: E501
+    model = chat(1, [text("user", "list")], [call])
+    model["attributes"]["gen_ai.usage.input_tokens"] = 7
+    tool = span(
+        2,
+        "execute_tool ls",
+        {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.call.id": "c1",
+            "gen_ai.tool.call.result": json.dumps({"err": "denied"}),
+        },
+        status=2,
+    )  # noqa: E501
+    send(org, tool)
+    send(org, model)
+    trace = Trace.objects.get()
+    assert (trace.tool_errors, trace.input_tokens) == (1, 7)
+    result = Block.objects.get(sub_type="TOOL_RESULT")
+    assert result.is_error and result.parent.payload["call_id"] == "c1"
+    assert trace.metadata["errors"][0]["message"] == "boom"
+
+
+def test_deleting_the_dataset_or_the_trace_takes_its_spans(org):
+    from traces.services.deletion import dataset_delete, trace_delete
+
+    send(org, chat(1, [text("user", "a")], []))
+    trace_delete(trace=Trace.objects.get())
+    assert not OtelSpan.objects.exists()
+    send(org, chat(1, [text("user", "a")], []))
+    dataset_delete(dataset=Trace.objects.get().dataset)
+    assert not (OtelSpan.objects.exists() or Trace.objects.exists() or Block.objects.exists())
+    # the same spans sent again make the dataset and the trace anew
+    send(org, chat(1, [text("user", "a")], []))
+    assert Block.objects.count() == 1
+
+
+def test_a_message_nested_past_the_stored_depth_is_refused_with_its_reason(org):
+    deep = json.loads("[" * 200 + "]" * 200)
+    message = {"role": "user", "parts": [{"type": "text", "content": "x"}], "k": deep}
+    result = send(org, chat(1, [message, text("user", "fine")], []))
+    assert result.rejected == 1
+    assert "raw" in result.errors[0] and "deep" in result.errors[0]
+    assert [b.payload["content"] for b in Block.objects.all()] == ["fine"]
+
+
+def test_spans_past_the_trace_caps_are_refused_with_the_reason(org, settings):
+    settings.OTEL_TRACE_MAX_SPANS = 2
+    first = chat(1, [text("user", "a")], [text("assistant", "b")])
+    second = chat(2, [text("user", "c")], [])
+    third = chat(3, [text("user", "d")], [])
+    result = send(org, first, second, third)
+    assert result.rejected == 1
+    assert "the most is 2 spans" in result.errors[0]
+    assert OtelSpan.objects.count() == 2
+    assert [b.payload["content"] for b in Block.objects.order_by("number")] == ["a", "b", "c"]
+    settings.OTEL_TRACE_MAX_SPANS = 100
+    settings.OTEL_TRACE_MAX_BYTES = sum(OtelSpan.objects.values_list("size", flat=True)) + 10
+    assert send(org, third).rejected == 1  # no room in bytes either
+    assert OtelSpan.objects.count() == 2
