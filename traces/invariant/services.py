@@ -25,7 +25,13 @@ from traces.checks import Limits
 from traces.errors import BadRequest, NotFound
 from traces.ingest.drafts import BlockDraft
 from traces.ingest.events import events_to_blocks
-from traces.invariant.events import FoundImage, event_rewritten, merged_order
+from traces.invariant.events import (
+    BadTimestamp,
+    FoundImage,
+    event_rewritten,
+    merged_order,
+    timestamp_parsed,
+)
 from traces.models import (
     Annotation,
     ApiKey,
@@ -77,7 +83,21 @@ class _Event:
 
 def _prepared(events: Sequence[Any], link, images: dict[str, FoundImage]) -> list[_Event]:
     # The converter takes the images from the event as sent (its own references).
-    return [_Event(event_rewritten(e, images, link), event_rewritten(e, None)) for e in events]
+    return [
+        _Event(event_rewritten(e, images, link), event_rewritten(e, None), _moment(e))
+        for e in events
+    ]
+
+
+def _moment(event: Any) -> datetime | None:
+    """A stored event's timestamp as an instant, for a later append's merge; None when it
+    has none or one that is not ISO-8601 (a push stores it as given)."""
+    if not isinstance(event, dict) or "timestamp" not in event:
+        return None
+    try:
+        return timestamp_parsed(event["timestamp"])
+    except BadTimestamp:
+        return None
 
 
 # --- blocks -----------------------------------------------------------------------------
