@@ -43,6 +43,7 @@ from traces.models import (
     TraceEvent,
     TraceImage,
 )
+from traces.order import Placer
 from traces.services.annotations import trace_reward
 from traces.services.blocks import trace_order_refill
 from traces.services.datasets import dataset_get_or_create, dataset_lock
@@ -266,31 +267,88 @@ def explorer_annotation_update(
 # --- traces -----------------------------------------------------------------------------
 
 
-def _trace_new(
-    *, organization: Organization, dataset: Dataset | None, index: int, metadata: dict,
-    events: list[_Event], uuid: Any, writer: Writer, notes: Sequence[Any],
-    images: dict[str, FoundImage], name: str | None = None,
+@dataclass
+class _NewTrace:
+    """A trace read and converted before the dataset's lock is taken, so that the lock is
+    held only while its rows are written."""
+
+    uuid: Any
+    metadata: dict[str, Any]
+    events: list[_Event]
+    images: dict[str, tuple[str, bytes]]  # sha -> (mime type, bytes)
+    drafts: list[BlockDraft]
+
+
+def _new_trace(events: Sequence[Any], metadata: dict, dataset_name: str | None) -> _NewTrace:
+    uuid, found = uuid4(), {}
+    prepared = _prepared(events, _linker(dataset_name, uuid), found)
+    drafts: list[BlockDraft] = []
+    converted = events_to_blocks(
+        [e.for_blocks for e in prepared], location={}, limits=Limits.for_import(),
+        images=True, emit=drafts.append,
+    )  # fmt: skip
+    images = {sha: (i.mime_type, i.data) for sha, i in found.items()}
+    images.update({sha: (i.mime_type, i.data) for sha, i in converted.images.items()})
+    return _NewTrace(uuid, metadata, prepared, images, drafts)
+
+
+def _fresh_blocks(trace: Trace, drafts: list[BlockDraft]) -> tuple[list[Block], Counter, dict]:
+    """A new trace's blocks, placed in the stitched order as they come (traces/order.py)
+    and numbered; a block whose parent the converter left out is left out too. Their rows,
+    the blocks of each event, and the counts per kind."""
+    placer, rows, per_event, index = Placer(), [], Counter(), {}
+    now = timezone.now()
+    for draft in drafts:
+        parent = None
+        if draft.parent_id is not None:
+            parent = index.get(draft.parent_id)
+            if parent is None:
+                continue
+        i = draft.metadata.get("event_index", 0)
+        place = placer.add(draft.sub_type, parent, draft.result_seq)
+        index[draft.id] = len(rows)
+        rows.append(
+            Block(
+                id=draft.id, trace=trace, block_type=draft.block_type, sub_type=draft.sub_type,
+                parent_id=draft.parent_id, payload=draft.payload, metadata=draft.metadata,
+                raw=draft.raw, extra=draft.extra, call_id=draft.call_id,
+                result_seq=draft.result_seq, is_error=draft.is_error,
+                created_at=_block_time(trace.created_at, i, per_event[i]), updated_at=now,
+                turn=place.turn, act=place.act, step=place.step, number=len(rows) + 1,
+            )
+        )  # fmt: skip
+        per_event[i] += 1
+    return rows, per_event, placer.counts
+
+
+def _trace_write(
+    new: _NewTrace, *, organization: Organization, dataset: Dataset | None, index: int,
+    writer: Writer, notes: Sequence[Any], name: str | None = None,
 ) -> Trace:  # fmt: skip
-    name = name or (metadata.get("name") if isinstance(metadata.get("name"), str) else "")
-    name = name or f"Run {index}"
+    metadata = new.metadata
+    name = name or (metadata["name"] if _named(metadata) else f"Run {index}")
     task, trial = trace_task_trial(metadata=metadata)
     trace = Trace.objects.create(
-        uuid=uuid, organization=organization, dataset=dataset, index=index, name=name[:500],
-        metadata=metadata, reward=_reward(metadata), task=task, trial=trial,
+        uuid=new.uuid, organization=organization, dataset=dataset, index=index,
+        name=name[:500], metadata=metadata, reward=_reward(metadata), task=task, trial=trial,
     )  # fmt: skip
-    written = _blocks_write(trace, [e.for_blocks for e in events], set(range(len(events))), {})
-    TraceEvent.objects.bulk_create(
-        [
+    rows, per_event, counts = _fresh_blocks(trace, new.drafts)
+    Block.objects.bulk_create(rows, batch_size=500)
+    first, events = 1, []
+    for n, e in enumerate(new.events):
+        events.append(
             TraceEvent(
                 trace=trace, position=n, event=e.stored, timestamp=e.timestamp,
-                block_count=len(written.get(n, [])),
+                block_count=per_event[n], first_block=first if per_event[n] else None,
             )
-            for n, e in enumerate(events)
-        ],
-        batch_size=500,
-    )  # fmt: skip
-    _images_link(trace, {sha: (i.mime_type, i.data) for sha, i in images.items()})
-    _counts_refresh(trace)
+        )  # fmt: skip
+        first += per_event[n]
+    TraceEvent.objects.bulk_create(events, batch_size=500)
+    _images_link(trace, new.images)
+    errors = sum(1 for b in rows if b.is_error)
+    Trace.objects.filter(pk=trace.pk).update(
+        block_count=len(rows), tool_errors=errors, block_counts=counts
+    )
     if notes:
         annotations_add(trace=trace, notes=notes, writer=writer)
     return trace
@@ -321,38 +379,41 @@ def explorer_traces_push(
     race-free), with gapless indices taken under the dataset's lock; else as snippets."""
     if dataset_name is not None:
         explorer_name_check(dataset_name)
-    prepared = []
+    news = []
     for n, events in enumerate(messages):
         meta = metadata[n] if metadata is not None else None
-        meta = dict(meta) if isinstance(meta, dict) else {}
-        uuid, images = uuid4(), {}
-        link = _linker(dataset_name, uuid)
-        prepared.append((uuid, meta, _prepared(events, link, images), images))
+        news.append(_new_trace(events, dict(meta) if isinstance(meta, dict) else {}, dataset_name))
     dataset = None
     with transaction.atomic():
+        # The rows are written first, outside the dataset; the dataset's lock is taken
+        # last, only to give them their indices: concurrent pushes wait for each other
+        # that long, not for each other's writes.
+        traces = [
+            _trace_write(
+                new,
+                organization=organization,
+                dataset=None,
+                index=0,
+                writer=writer,
+                notes=(annotations[n] if annotations is not None else None) or [],
+            )  # fmt: skip
+            for n, new in enumerate(news)
+        ]
         if dataset_name is not None:
             dataset, _ = dataset_get_or_create(organization=organization, name=dataset_name)
             dataset = dataset_lock(dataset=dataset)
-            index = _next_index(dataset)
-        traces = []
-        for n, (uuid, meta, events, images) in enumerate(prepared):
-            notes = annotations[n] if annotations is not None else None
-            traces.append(
-                _trace_new(
-                    organization=organization,
-                    dataset=dataset,
-                    index=index + n if dataset is not None else 0,
-                    metadata=meta,
-                    events=events,
-                    uuid=uuid,
-                    writer=writer,
-                    notes=notes or [],
-                    images=images,
-                )  # fmt: skip
-            )
-        if dataset is not None:
+            first = _next_index(dataset)
+            for n, trace in enumerate(traces):
+                trace.dataset, trace.index = dataset, first + n
+                if not _named(news[n].metadata):
+                    trace.name = f"Run {trace.index}"
+                trace.save(update_fields=["dataset", "index", "name"])
             dataset.save(update_fields=["updated_at"])
     return traces, dataset
+
+
+def _named(metadata: dict) -> bool:
+    return isinstance(metadata.get("name"), str) and bool(metadata["name"])
 
 
 def _linker(dataset_name: str | None, uuid: Any):
