@@ -43,9 +43,8 @@ from traces.models import (
     TraceEvent,
     TraceImage,
 )
-from traces.order import Placer
+from traces.order import Placer, count_places, stitched_places
 from traces.services.annotations import trace_reward
-from traces.services.blocks import trace_order_refill
 from traces.services.datasets import dataset_get_or_create, dataset_lock
 from traces.trials import trace_task_trial
 from traces.validation import check_accuracy
@@ -195,18 +194,35 @@ def _images_link(trace: Trace, images: dict[str, tuple[str, bytes]]) -> None:
 
 def _counts_refresh(trace: Trace) -> None:
     """The trace's stitched order, numbers and counts again (traces/order.py), and each
-    event's first block number, after its blocks changed."""
-    trace_order_refill(trace=trace)
-    blocks = Block.objects.filter(trace=trace)
-    Trace.objects.filter(pk=trace.pk).update(
-        block_count=blocks.count(), tool_errors=blocks.filter(is_error=True).count()
+    event's first block number, after its blocks changed. Only the rows whose place or
+    number changed are written: an append at the end writes its new blocks' places, not
+    every block's again."""
+    rows = list(
+        Block.objects.filter(trace=trace)
+        .order_by("created_at", "id")
+        .values_list("id", "sub_type", "parent_id", "result_seq", "turn", "act", "step", "number")
     )
-    number = 1
-    events = list(TraceEvent.objects.filter(trace=trace).order_by("position"))
-    for event in events:
-        event.first_block = number if event.block_count else None
+    index = {row[0]: n for n, row in enumerate(rows)}
+    places = stitched_places([(r[1], index.get(r[2]), r[3]) for r in rows])
+    changed = [
+        Block(id=row[0], turn=place.turn, act=place.act, step=place.step, number=n + 1)
+        for n, (row, place) in enumerate(zip(rows, places, strict=True))
+        if row[4:] != (place.turn, place.act, place.step, n + 1)
+    ]
+    Block.objects.bulk_update(changed, ["turn", "act", "step", "number"], batch_size=500)
+    errors = Block.objects.filter(trace=trace, is_error=True).count()
+    Trace.objects.filter(pk=trace.pk).update(
+        block_count=len(rows), tool_errors=errors,
+        block_counts=count_places([r[1] for r in rows], places),
+    )  # fmt: skip
+    number, moved = 1, []
+    for event in TraceEvent.objects.filter(trace=trace).order_by("position"):
+        first = number if event.block_count else None
+        if event.first_block != first:
+            event.first_block = first
+            moved.append(event)
         number += event.block_count
-    TraceEvent.objects.bulk_update(events, ["first_block"], batch_size=1000)
+    TraceEvent.objects.bulk_update(moved, ["first_block"], batch_size=500)
 
 
 # --- annotations ------------------------------------------------------------------------
@@ -462,19 +478,7 @@ def explorer_messages_append(
                 old_blocks[position] = existing.get(old[k].position, [])
         written = _blocks_write(trace, merged_events, fresh, old_blocks)
         _moved_blocks_restamp(trace, order, old, old_blocks)
-        TraceEvent.objects.filter(trace=trace).delete()
-        TraceEvent.objects.bulk_create(
-            [
-                TraceEvent(
-                    trace=trace, position=p,
-                    event=new[k].stored if is_new else old[k].event,
-                    timestamp=new[k].timestamp if is_new else old[k].timestamp,
-                    block_count=len(written.get(p, [])) if is_new else old[k].block_count,
-                )
-                for p, (is_new, k) in enumerate(order)
-            ],
-            batch_size=500,
-        )  # fmt: skip
+        _events_merge(trace, order, old, new, written)
         _images_link(trace, {sha: (i.mime_type, i.data) for sha, i in images.items()})
         _counts_refresh(trace)
         if annotations:
@@ -482,6 +486,32 @@ def explorer_messages_append(
         Trace.objects.filter(pk=trace.pk).update(updated_at=now)
         if trace.dataset_id:
             Dataset.objects.filter(pk=trace.dataset_id).update(updated_at=now)
+
+
+def _events_merge(
+    trace: Trace, order: list[tuple[bool, int]], old: list[TraceEvent], new: list[_Event],
+    written: dict[int, list[str]],
+) -> None:  # fmt: skip
+    """The merged events in the table: the stored ones that an append moved get their new
+    position (highest first, so that no two share one meanwhile), the new ones are added.
+    An append after every stored event (the usual case) moves none."""
+    moved = sorted(
+        ((old[k], p) for p, (is_new, k) in enumerate(order) if not is_new and old[k].position != p),
+        key=lambda pair: -pair[1],
+    )
+    for event, position in moved:
+        TraceEvent.objects.filter(pk=event.pk).update(position=position)
+    TraceEvent.objects.bulk_create(
+        [
+            TraceEvent(
+                trace=trace, position=p, event=new[k].stored, timestamp=new[k].timestamp,
+                block_count=len(written.get(p, [])),
+            )
+            for p, (is_new, k) in enumerate(order)
+            if is_new
+        ],
+        batch_size=500,
+    )  # fmt: skip
 
 
 def _moved_blocks_restamp(
