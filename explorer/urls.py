@@ -46,6 +46,8 @@ urlpatterns = [
     path("", include("traces.api.urls")),
     # OpenTelemetry: OTLP/HTTP's path under OTEL_EXPORTER_OTLP_ENDPOINT=http://host/otlp
     path("otlp/v1/traces", otlp.otlp_traces, name="otlp-traces"),
+    # Invariant Explorer's API, for its clients (invariant-sdk): traces/invariant
+    path("", include("traces.invariant.urls")),
     # Pages
     *pages(datasets, {"datasets": ("", datasets.datasets_page)}),
     *pages(dataset, {
