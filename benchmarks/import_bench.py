@@ -281,14 +281,11 @@ def in_child(name: str, work: Callable[[], int]) -> Phase:
     """Run `work` in a forked child; it reports (seconds, blocks, peak growth)."""
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
-    connections.close_all()  # a connection must never be shared across fork
+    connections.close_all()
     sys.stdout.flush()
     sys.stderr.flush()
-    # The child must never finalize the parent's objects. A database connection an
-    # earlier test left unreferenced (a thread's, in a cycle) would, collected in the
-    # child, send PostgreSQL's Terminate on the socket number it had, which the child's
-    # own new connection may hold by then: "server closed the connection unexpectedly"
-    # at the child's first query, late in a full suite. Collected here, then frozen.
+    # The child must never finalize the parent's objects: a psycopg connection collected
+    # there would send PostgreSQL's Terminate on a socket the parent still uses.
     gc.collect()
     gc.freeze()
     child = context.Process(target=_child, args=(work, sender), name=f"benchmark-{name}")
@@ -308,7 +305,31 @@ def in_child(name: str, work: Callable[[], int]) -> Phase:
     return Phase(name, seconds, blocks, growth)
 
 
+# The parent's connections as the child found them: kept referenced, never used or closed.
+_INHERITED: list[Any] = []
+
+
+def _forget_inherited_connections() -> None:
+    """Make the child open connections of its own. close_all() in the parent does not
+    always drop its connection (one closed inside an atomic block late in a full suite
+    stayed open and was inherited: the child then shared the parent's socket, and one
+    child's close at exit ended the session the next child and the parent still used,
+    "server closed the connection unexpectedly"). The inherited connection is neither used
+    nor closed here (closing sends Terminate on the shared socket), only set aside; the
+    child exits without finalizing it."""
+    for conn in connections.all(initialized_only=True):
+        if conn.connection is not None:
+            _INHERITED.append(conn.connection)
+            conn.connection = None
+        conn.in_atomic_block = False
+        conn.atomic_blocks = []
+        conn.savepoint_ids = []
+        conn.needs_rollback = False
+        conn.closed_in_transaction = False
+
+
 def _child(work: Callable[[], int], sender: Connection) -> None:
+    _forget_inherited_connections()
     try:
         baseline = _reset_peak()
         started = time.perf_counter()

@@ -4,7 +4,6 @@ from io import StringIO
 import orjson
 import pytest
 from django.core.management import call_command
-from django.db import connection
 
 from benchmarks.realruns import generate_real
 from tests.conftest import FIXTURES
@@ -15,11 +14,6 @@ RUNS = FIXTURES / "tau2_runs"
 pytestmark = pytest.mark.slow  # runs a benchmark
 
 
-@pytest.mark.skipif(
-    connection.vendor == "postgresql",
-    reason="a forked child's PostgreSQL connection is closed under it late in the full suite "
-    "(passes alone; to be found): measured on SQLite here, by `benchmark` on both",
-)
 @pytest.mark.django_db(transaction=True)
 def test_import_benchmark_runs_at_a_tiny_size() -> None:
     out = StringIO()

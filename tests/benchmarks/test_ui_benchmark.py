@@ -14,11 +14,6 @@ pytestmark = pytest.mark.slow  # runs a benchmark
 VERDICT = r"\(target <= {target}\) (PASS|FAIL)$"
 
 
-@pytest.mark.skipif(
-    connection.vendor == "postgresql",
-    reason="a forked child's PostgreSQL connection is closed under it late in the full suite "
-    "(passes alone; to be found): measured on SQLite here, by `benchmark` on both",
-)
 @pytest.mark.django_db(transaction=True)
 def test_ui_benchmark_runs_at_a_tiny_size() -> None:
     out = StringIO()

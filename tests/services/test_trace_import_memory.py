@@ -8,7 +8,6 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from django.db import connection
 
 from benchmarks.import_bench import in_child
 from traces.services.imports import trace_import
@@ -44,22 +43,12 @@ def peak_growth_mb(org, path: Path) -> float:
     return in_child(path.stem, work).peak_growth_mb
 
 
-@pytest.mark.skipif(
-    connection.vendor == "postgresql",
-    reason="a forked child's PostgreSQL connection is closed under it late in the full suite "
-    "(passes alone; to be found): measured on SQLite here, by `benchmark` on both",
-)
 def test_a_long_line_takes_about_twice_its_size(org, tmp_path):
     path = one_long_line(tmp_path / "long.jsonl", 41 * MB)
     size_mb = path.stat().st_size / MB
     assert peak_growth_mb(org, path) <= 2.5 * size_mb
 
 
-@pytest.mark.skipif(
-    connection.vendor == "postgresql",
-    reason="a forked child's PostgreSQL connection is closed under it late in the full suite "
-    "(passes alone; to be found): measured on SQLite here, by `benchmark` on both",
-)
 def test_memory_is_flat_with_the_number_of_traces(org, tmp_path):
     small = peak_growth_mb(org, many_small_traces(tmp_path / "small.jsonl", 5 * MB))
     large = peak_growth_mb(org, many_small_traces(tmp_path / "large.jsonl", 40 * MB))
