@@ -27,10 +27,13 @@ run: install
 	DEBUG=1 $(PY) manage.py runserver $(HOST):$(PORT)
 
 # The tests themselves run with DEBUG off and a test key (pyproject.toml, pytest's env).
+# On both cores, a file to a worker (a file's module-scoped data is made once): one
+# process took over ten minutes once the Explorer API's and OpenTelemetry's live-server
+# tests were added.
 test: install
 	DEBUG=1 $(PY) manage.py collectstatic --noinput --verbosity 0
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -n 2 --dist loadfile
 
 # The quick tests only, on both cores: no browser, slow or PostgreSQL-only test (markers in
 # pyproject.toml; the policy matrix walks each route once for each role, its full cross
