@@ -12,6 +12,7 @@ from functools import cached_property
 from typing import Any
 from urllib.parse import quote
 
+from django.template import Context as TemplateContext
 from django.template.loader import get_template
 from django.templatetags.static import static
 from django.urls import reverse
@@ -181,7 +182,7 @@ class BlockView:
     # static cost ~20 µs a call: several a block made a page's blocks cost twice as much).
     trace_url: str = ""
     icon_url: str = ""
-    head_template: Any = None  # its kind's head partial (PageRenderer.head_template)
+    head_html: Any = ""  # SafeString: its kind's head partial, drawn (PageRenderer.head_html)
     # Whether the metadata, raw and extra drawer's contents are here; else the page loads
     # them when the drawer opens (the `drawer_body` partial of the block's view).
     drawer: bool = True
@@ -303,6 +304,10 @@ class PageRenderer:
         self.trace_url = reverse("trace", args=[trace.pk])
         self._static: dict[str, str] = {}
         self._heads: dict[str, Any] = {}
+        # The context the kind partials render in, bound to the page's template (whose
+        # engine says how a missing variable shows).
+        self._head_context = TemplateContext(autoescape=True)
+        self._head_context.template = get_template("explorer/trace.html").template
         self.can_edit = allows(actor(request), Action.WRITE, trace)
         self.ctx = Context(image_url=self.image_url, as_text=as_text)
         self.effort = Effort()  # one for the whole response (explorer/render/effort.py)
@@ -315,13 +320,15 @@ class PageRenderer:
     def image_url(self, sha: str) -> str:
         return reverse("trace-image", args=[self.trace.pk, sha])
 
-    def head_template(self, view: str) -> Any:
-        """The head partial of a kind's `view` (explorer/trace.html#kind-<view>), looked up
-        once a response: `{% include %}` of a template object costs no lookup a block."""
-        found = self._heads.get(view)
-        if found is None:
-            found = self._heads[view] = get_template(f"explorer/trace.html#kind-{view}").template
-        return found
+    def head_html(self, view: BlockView) -> Any:
+        """The block's head: the partial of its kind's `view`
+        (explorer/trace.html#kind-<view>), looked up once a response."""
+        partial = self._heads.get(view.kind)
+        if partial is None:
+            name = f"explorer/trace.html#kind-{view.kind}"
+            partial = self._heads[view.kind] = get_template(name).template
+        with self._head_context.push(b=view):
+            return safe(partial.render(self._head_context))
 
     def static(self, path: str) -> str:
         """The URL of a static file, looked up once a response."""
@@ -379,7 +386,7 @@ class PageRenderer:
             f'<p class="no-text">A large block ({size}): '
             f'<a href="{url}">open it alone</a> to see it.</p>'
         )
-        return BlockView(
+        view = BlockView(
             id=node["id"], sub_type=kind.sub_type, kind=kind.view, label=kind.label,
             icon=kind.icon, head={}, body_key=kind.body[0], body=safe(body), folded=True,
             size=size, badges=[], warnings=[], metadata=safe(""), extra=safe(""), raw=None,
@@ -387,8 +394,9 @@ class PageRenderer:
             awaits_children=bool(kinds.children_of(kind.sub_type)), cost=len(body),
             number=node.get("number"), trace_url=self.trace_url,
             icon_url=self.static(kind.icon), drawer=self.drawers,
-            head_template=self.head_template(kind.view),
         )  # fmt: skip
+        view.head_html = self.head_html(view)
+        return view
 
     def block(self, node: dict[str, Any]) -> BlockView:
         fields = {}
@@ -430,7 +438,7 @@ class PageRenderer:
         extra = node.get("extra") if node.get("extra") is not None else {}
         drawer = self._drawer(metadata, extra, stored_raw) if self.drawers else None
         size = size_label(jsontext.byte_size(value)) if value is not None else "0 B"
-        return BlockView(
+        view = BlockView(
             id=node["id"],
             sub_type=kind.sub_type,
             kind=kind.view,
@@ -458,9 +466,10 @@ class PageRenderer:
             same_as=_call_key(head.get("name"), value) if kind.sub_type == "TOOL_CALL" else "",
             trace_url=self.trace_url,
             icon_url=self.static(kind.icon),
-            head_template=self.head_template(kind.view),
             drawer=drawer is not None,
         )
+        view.head_html = self.head_html(view)
+        return view
 
     def marks(self, node: dict[str, Any], metadata: dict) -> list[tuple[str, str]]:
         """Warnings the format gave this block: a stand-in for what the log lost (an

@@ -1,0 +1,43 @@
+"""The trace page's partials that draw blocks, rows and reward controls: each calls
+explorer/trace_html.py, which builds their markup in Python (a page draws hundreds)."""
+
+from django import template
+from django.utils.safestring import SafeString, mark_safe
+
+from explorer import trace_html
+
+register = template.Library()
+
+
+def _safe(html: str) -> SafeString:
+    return mark_safe(html)  # noqa: S308 -- trace_html escapes every value it takes from a trace
+
+
+@register.simple_tag(takes_context=True)
+def trace_rows(context, rows) -> SafeString:
+    return _safe(trace_html.rows_html(rows, trace_html.frame_of(context)))
+
+
+@register.simple_tag(takes_context=True)
+def trace_block(context, b) -> SafeString:
+    return _safe(trace_html.block_html(b, trace_html.frame_of(context)))
+
+
+@register.simple_tag(takes_context=True)
+def trace_block_body(context, b) -> SafeString:
+    return _safe(trace_html.body_html(b, trace_html.frame_of(context)))
+
+
+@register.simple_tag(takes_context=True)
+def trace_drawer_body(context, b) -> SafeString:
+    return _safe(trace_html.drawer_body_html(b, trace_html.frame_of(context)))
+
+
+@register.simple_tag
+def trace_raw(b) -> SafeString:
+    return _safe(trace_html.raw_slot_html(b))
+
+
+@register.simple_tag(takes_context=True)
+def trace_reward(context, reward) -> SafeString:
+    return _safe(trace_html.reward_html(reward, trace_html.frame_of(context).csrf_input))
