@@ -33,6 +33,18 @@ if not DEBUG and (
     )
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
 
+# Invariant Explorer's test mode (traces/invariant/auth.py): every /api/v1 request acts as
+# one fixed development user, whatever key it sends. Off by default; a server that answers
+# any host but this machine's own refuses to start with it unless DEBUG is on.
+DEV_MODE = env_bool("DEV_MODE", False)
+LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]", "testserver"}
+if DEV_MODE and not DEBUG and not set(ALLOWED_HOSTS) <= LOOPBACK_HOSTS:
+    raise ImproperlyConfigured(
+        "DEV_MODE=true lets anyone act as the development user: it needs DEBUG=1, or "
+        f"ALLOWED_HOSTS of this machine only ({', '.join(sorted(LOOPBACK_HOSTS))}), "
+        f"not {', '.join(ALLOWED_HOSTS)}"
+    )
+
 INSTALLED_APPS = [
     "explorer.apps.SuperuserAdminConfig",  # django.contrib.admin, for superusers only
     "django.contrib.auth",

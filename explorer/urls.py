@@ -43,6 +43,8 @@ urlpatterns = [
     path("v1/schema", SpectacularAPIView.as_view(), name="api-schema"),
     path("v1/docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("", include("traces.api.urls")),
+    # Invariant Explorer's API, for its clients (invariant-sdk): traces/invariant
+    path("", include("traces.invariant.urls")),
     # Pages
     *pages(datasets, {"datasets": ("", datasets.datasets_page)}),
     *pages(dataset, {

@@ -120,3 +120,20 @@ def test_0014_fills_the_task_and_trial_of_existing_traces(migrated_back):
         "tr_swe": ("django__django-1", None),
         "tr_none": ("", None),
     }
+
+
+def test_0015_gives_existing_datasets_traces_and_annotations_each_their_own_uuid(migrated_back):
+    apps = migrated_back("0014_order_usage_tasks")
+    Organization, Dataset, Trace, Annotation = (
+        apps.get_model("traces", name)
+        for name in ("Organization", "Dataset", "Trace", "Annotation")
+    )
+    org = Organization.objects.create(slug="uuids", name="uuids")
+    dataset = Dataset.objects.create(id="ds_uuids", organization=org, name="d")
+    for n in range(3):
+        trace = Trace.objects.create(id=f"tr_uuid{n}", organization=org, dataset=dataset, index=n)
+        Annotation.objects.create(id=f"an_uuid{n}", trace=trace, comment="note")
+    apps = migrated_back("0015_invariant_uuids_addresses_events")
+    for name, count in (("Dataset", 1), ("Trace", 3), ("Annotation", 3)):
+        uuids = list(apps.get_model("traces", name).objects.values_list("uuid", flat=True))
+        assert len(uuids) == count and None not in uuids and len(set(uuids)) == count

@@ -70,6 +70,15 @@ class Forbidden(TraceStoreError, code="FORBIDDEN", http_status=403):
     """The actor may see the object but their role does not allow the action (traces.policy)."""
 
 
+class BadRequest(TraceStoreError, code="BAD_REQUEST", http_status=400):
+    """Invariant Explorer's /api/v1 refusal of a request's content (its 400)."""
+
+
+class Unauthorized(TraceStoreError, code="UNAUTHENTICATED", http_status=401):
+    """Invariant Explorer's /api/v1 answer for a missing key and for someone else's private
+    object (its clients expect 401 where traces.policy's routes answer 404 or 403)."""
+
+
 class ImportFailed(TraceStoreError, code="VALIDATION", http_status=422):
     """An upload with problems: nothing was written; `problems` lists every one."""
 

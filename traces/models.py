@@ -1,5 +1,6 @@
 """The store: organizations, datasets, traces and their immutable blocks."""
 
+import uuid
 from functools import reduce
 from operator import or_
 
@@ -77,6 +78,9 @@ class Dataset(models.Model):
     is_public = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # The id Invariant Explorer's clients know it by (/api/v1, traces/invariant); /v1 and
+    # the pages keep `id`.
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
 
     class Meta:
         constraints = [
@@ -142,6 +146,8 @@ class Trace(models.Model):
     trial = models.IntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # The id Invariant Explorer's clients know it by (/api/v1); /v1 and the pages keep `id`.
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
 
     class Meta:
         constraints = [
@@ -380,11 +386,20 @@ class Annotation(models.Model):
     )
     api_key = models.ForeignKey(ApiKey, on_delete=models.SET_NULL, null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Invariant Explorer's anchor (traces/addresses.py: `messages[i]`, `...content:L3`,
+    # `...content:4-9`, `...:bbox-x1,y1,x2,y2`), kept byte for byte as a client sent it:
+    # an address may point nowhere, and is then shown on the trace, not refused. NULL: none.
+    address = models.TextField(null=True, blank=True)
+    # Explorer's free JSON of an annotation (`source`, `status`, `severity`...); NULL: none.
+    extra_metadata = JSONTextField(null=True, blank=True)
+    # The id Invariant Explorer's clients know it by (/api/v1); /v1 keeps `id`.
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
 
     class Meta:
         constraints = [
+            # An Explorer note anchored by its address may have empty text (a highlight).
             models.CheckConstraint(
-                condition=Q(label__isnull=False) | ~Q(comment=""),
+                condition=Q(label__isnull=False) | ~Q(comment="") | Q(address__isnull=False),
                 name="annotation_label_or_comment",
             ),
         ]
@@ -392,3 +407,30 @@ class Annotation(models.Model):
 
     def __str__(self) -> str:
         return self.id
+
+
+class TraceEvent(models.Model):
+    """One event of a trace as an Invariant Explorer client pushed or uploaded it (after the
+    contract's image and argument rewriting), at its place in the trace: /api/v1 answers a
+    trace's `messages` from these, never rebuilt from blocks, which lose what the lanes do
+    not show. Its blocks (written through traces/ingest like any chat import) are the
+    `block_count` blocks numbered from `first_block` (Block.number): an append may put an
+    event between two others, and so moves positions, never block numbers."""
+
+    trace = models.ForeignKey(
+        Trace, on_delete=models.CASCADE, related_name="events", db_index=False
+    )
+    position = models.IntegerField()
+    event = JSONTextField()
+    # The event's `timestamp` as an instant (UTC) for the append's merge; NULL: none.
+    timestamp = models.DateTimeField(null=True, blank=True)
+    first_block = models.IntegerField(null=True, blank=True)
+    block_count = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["trace", "position"], name="trace_event_position")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.trace_id}[{self.position}]"

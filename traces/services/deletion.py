@@ -9,7 +9,7 @@ with the last trace linked to it.
 from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, QuerySet
 
-from traces.models import Annotation, Block, Dataset, Image, Trace, TraceImage
+from traces.models import Annotation, Block, Dataset, Image, Trace, TraceEvent, TraceImage
 
 
 def _delete_images_only_they_use(traces: QuerySet[Trace]) -> None:
@@ -35,6 +35,7 @@ def _delete_traces(traces: QuerySet[Trace]) -> int:
     _delete_images_only_they_use(traces)
     TraceImage.objects.filter(trace__in=traces.values("id"))._raw_delete(TraceImage.objects.db)
     Annotation.objects.filter(trace__in=traces.values("id"))._raw_delete(Annotation.objects.db)
+    TraceEvent.objects.filter(trace__in=traces.values("id"))._raw_delete(TraceEvent.objects.db)
     Block.objects.filter(trace__in=traces.values("id"))._raw_delete(Block.objects.db)
     return traces._raw_delete(Trace.objects.db)
 

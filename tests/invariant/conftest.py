@@ -1,0 +1,30 @@
+"""Invariant Explorer's /api/v1 under test: the real client (invariant-sdk) against the live
+server (pytest-django's, a thread per request, each with its own database connection), and
+Django's test client for what the SDK does not send."""
+
+import pytest
+from rest_framework.test import APIClient
+
+from traces.services.api_keys import api_key_create
+
+
+@pytest.fixture
+def owner_key(org) -> str:
+    return api_key_create(organization=org, name="sdk", role="owner").secret
+
+
+@pytest.fixture
+def sdk(live_server, owner_key):
+    from invariant_sdk.client import Client
+
+    client = Client(api_url=live_server.url, api_key=owner_key)
+    yield client
+    client.session.close()
+
+
+@pytest.fixture
+def inv(owner_key) -> APIClient:
+    """Django's client with an owner's key of acme."""
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {owner_key}")
+    return client
