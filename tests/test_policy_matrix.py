@@ -427,7 +427,125 @@ def test_the_matrix_knows_every_route() -> None:
         if name in NOT_IN_MATRIX:
             continue
         routes |= {(name, method) for method in _methods(name, pattern)}
-    known = {(c.route, c.method) for c in WRITES + READS}
+    known = {(c.route, c.method) for c in WRITES + READS + EXPLORER}
     assert routes - known == set(), "routes the matrix does not walk: add them to it"
     assert known - routes == set(), "the matrix names routes that do not exist"
     assert {m for _, m in routes} >= {"get", "post", "patch", "delete"}
+
+
+# --- Invariant Explorer's /api/v1 (traces/invariant) ----------------------------------
+# Its clients expect 401 where /v1 answers 404 or 403, and {"detail": ...} errors. An
+# operation acts on the acme dataset's objects, or in the caller's own namespace (a key's
+# organization; a user's first organization where their role allows it): for the
+# outsider, an owner in rival, that is rival.
+
+
+def on_dataset(action: str, denied: int = 401) -> Callable[[Who, bool], int]:
+    def expect(who: Who, public: bool) -> int:
+        if action == "read" and public:
+            return 200
+        if who.way == "none":
+            return 401
+        if who.role is None:
+            return denied
+        return 200 if action in MAY[who.role] else denied
+
+    return expect
+
+
+def in_home(action: str) -> Callable[[Who, bool], int]:
+    def expect(who: Who, public: bool) -> int:
+        if who.way == "none":
+            return 401
+        return 200 if who.role is None or action in MAY[who.role] else 401
+
+    return expect
+
+
+def always(status: int) -> Callable[[Who, bool], int]:
+    return lambda who, public: status
+
+
+def metadata_of_acme(who: Who, public: bool) -> int:
+    if who.way == "none":
+        return 401
+    return 200 if public or who.role is not None else 403
+
+
+@dataclass(frozen=True)
+class ExplorerCase:
+    route: str
+    method: str
+    send: Callable[[APIClient, World, bool], Any]
+    expect: Callable[[Who, bool], int]
+    label: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.method.upper()} {self.route}{' ' + self.label if self.label else ''}"
+
+
+def inv(path: str) -> str:
+    return f"/api/v1/{path}"
+
+
+def explorer_jsonl() -> SimpleUploadedFile:
+    return SimpleUploadedFile("x.jsonl", json.dumps(EVENTS).encode() + b"\n")
+
+
+PUSH = {"messages": [EVENTS], "annotations": None, "metadata": None, "dataset": "pushed"}
+NOTE = {"content": "c", "address": "messages[0]"}
+
+EXPLORER = [
+    ExplorerCase("inv-push", "post", lambda c, w, p: as_json(c, "post", inv("push/trace"), PUSH), in_home("write")),  # noqa: E501
+    ExplorerCase("inv-append", "post", lambda c, w, p: as_json(c, "post", inv(f"trace/{w.trace.uuid}/messages"), {"messages": [{"role": "user", "content": "more"}]}), on_dataset("write", denied=404)),  # noqa: E501
+    ExplorerCase("inv-trace", "delete", lambda c, w, p: c.delete(inv(f"trace/{w.trace.uuid}")), on_dataset("write")),  # noqa: E501
+    ExplorerCase("inv-annotate", "post", lambda c, w, p: as_json(c, "post", inv(f"trace/{w.trace.uuid}/annotate"), NOTE), on_dataset("write")),  # noqa: E501
+    ExplorerCase("inv-annotation", "put", lambda c, w, p: as_json(c, "put", inv(f"trace/{w.trace.uuid}/annotation/{w.annotation.uuid}"), {"content": "x"}), always(401), "not the author"),  # noqa: E501
+    ExplorerCase("inv-annotation", "delete", lambda c, w, p: c.delete(inv(f"trace/{w.trace.uuid}/annotation/{w.annotation.uuid}")), always(401), "not the author"),  # noqa: E501
+    ExplorerCase("inv-dataset-create", "post", lambda c, w, p: as_json(c, "post", inv("dataset/create"), {"name": "made"}), in_home("write")),  # noqa: E501
+    ExplorerCase("inv-dataset-upload", "post", lambda c, w, p: c.post(inv("dataset/upload"), {"name": "uploaded", "file": explorer_jsonl()}), in_home("write")),  # noqa: E501
+    ExplorerCase("inv-dataset", "delete", lambda c, w, p: c.delete(inv(f"dataset/byid/{w.dataset.uuid}")), on_dataset("manage")),  # noqa: E501
+    ExplorerCase("inv-dataset-byuser", "delete", lambda c, w, p: c.delete(inv("dataset/byuser/acme/runs")), on_dataset("manage")),  # noqa: E501
+    ExplorerCase("inv-metadata", "put", lambda c, w, p: as_json(c, "put", inv("dataset/metadata/runs"), {"metadata": {"benchmark": "b"}}), lambda who, p: 401 if who.way == "none" or who.role == "viewer" else 404 if who.role is None else 200),  # noqa: E501
+    ExplorerCase("inv-key-create", "post", lambda c, w, p: c.post(inv("keys/create")), in_home("manage")),  # noqa: E501
+    ExplorerCase("inv-signup", "post", lambda c, w, p: c.post(inv("user/signup")), always(404), "outside test mode"),  # noqa: E501
+    ExplorerCase("inv-health", "get", lambda c, w, p: c.get(inv("")), always(200)),
+    ExplorerCase("inv-root", "get", lambda c, w, p: c.get("/api/v1"), always(200)),
+    ExplorerCase("inv-identity", "get", lambda c, w, p: c.get(inv("user/identity")), in_home("read")),  # noqa: E501
+    ExplorerCase("inv-snippets", "get", lambda c, w, p: c.get(inv("trace/snippets")), in_home("read")),  # noqa: E501
+    ExplorerCase("inv-trace", "get", lambda c, w, p: c.get(inv(f"trace/{w.trace.uuid}")), on_dataset("read")),  # noqa: E501
+    ExplorerCase("inv-annotations", "get", lambda c, w, p: c.get(inv(f"trace/{w.trace.uuid}/annotations")), on_dataset("read")),  # noqa: E501
+    ExplorerCase("inv-image", "get", lambda c, w, p: c.get(inv(f"trace/image/runs/{w.trace.uuid}/{w.image}.png")), on_dataset("read")),  # noqa: E501
+    ExplorerCase("inv-dataset-list", "get", lambda c, w, p: c.get(inv("dataset/list?kind=any")), always(200)),  # noqa: E501
+    ExplorerCase("inv-dataset", "get", lambda c, w, p: c.get(inv(f"dataset/byid/{w.dataset.uuid}")), on_dataset("read")),  # noqa: E501
+    ExplorerCase("inv-dataset-byuser", "get", lambda c, w, p: c.get(inv("dataset/byuser/acme/runs")), on_dataset("read")),  # noqa: E501
+    ExplorerCase("inv-dataset-traces", "get", lambda c, w, p: c.get(inv(f"dataset/byid/{w.dataset.uuid}/traces")), on_dataset("read")),  # noqa: E501
+    ExplorerCase("inv-dataset-byuser-traces", "get", lambda c, w, p: c.get(inv("dataset/byuser/acme/runs/traces")), on_dataset("read")),  # noqa: E501
+    ExplorerCase("inv-dataset-download", "get", lambda c, w, p: c.get(inv(f"dataset/byid/{w.dataset.uuid}/download")), on_dataset("read")),  # noqa: E501
+    ExplorerCase("inv-dataset-download-annotated", "get", lambda c, w, p: c.get(inv(f"dataset/byid/{w.dataset.uuid}/download/annotated")), on_dataset("read")),  # noqa: E501
+    ExplorerCase("inv-metadata", "get", lambda c, w, p: c.get(inv("dataset/metadata/runs?owner_username=acme")), metadata_of_acme),  # noqa: E501
+]  # fmt: skip
+
+
+def explorer_matrix() -> list:
+    """Every Explorer case for every caller, both visibilities; the quick run takes each
+    case's callers by the same turns as `matrix`."""
+    return [
+        pytest.param(*p.values, marks=p.marks, id=p.id.replace(str(p.values[0]), str(c), 1))
+        for c, p in zip(
+            [c for c in EXPLORER for _ in WHO for _ in (0, 1)], matrix(EXPLORER), strict=True
+        )
+    ]
+
+
+@pytest.mark.parametrize(("case", "who", "public"), explorer_matrix())
+def test_explorer_api(case: ExplorerCase, who: Who, public: bool, world_of) -> None:
+    world = world_of(public)
+    before = snapshot()
+    response = case.send(world.client(who), world, public)
+    want = case.expect(who, public)
+    assert response.status_code == want, getattr(response, "content", b"")[:500]
+    if want >= 400:
+        assert "detail" in response.json()
+    changed = snapshot() != before
+    assert changed == (want == 200 and case.method in UNSAFE), "a write's change is wrong"

@@ -2,6 +2,7 @@
 one `executemany` on SQLite. Callers pass rows already adapted for the database."""
 
 import sqlite3
+import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -44,6 +45,13 @@ def insert_rows(table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]
                 sqlite3.Cursor.executemany(
                     cursor.cursor, f"INSERT INTO {qn(table)} ({cols}) VALUES ({marks})", rows
                 )
+
+
+def new_uuid():
+    """A new UUID as a raw insert gives it to the database (the `uuid` of a dataset, trace
+    or annotation: Invariant Explorer's id): SQLite keeps its 32 hex digits."""
+    value = uuid.uuid4()
+    return value if connection.features.has_native_uuid_field else value.hex
 
 
 def adapt_datetime(value):

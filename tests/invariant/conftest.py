@@ -28,3 +28,31 @@ def inv(owner_key) -> APIClient:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {owner_key}")
     return client
+
+
+EVENTS = [
+    {"role": "user", "content": "line one\nline two"},
+    {"role": "assistant", "content": "x" * 50},
+]
+
+
+@pytest.fixture
+def pushed(inv):
+    """A trace pushed by acme's owner key into acme's private dataset `runs`: its id."""
+
+    def push(events=None, dataset="runs", client=None):
+        body = {"messages": [events or EVENTS], "annotations": None, "metadata": None,
+                "dataset": dataset}  # fmt: skip
+        response = (client or inv).post("/api/v1/push/trace", body, format="json")
+        assert response.status_code == 200, response.content
+        return response.json()["id"][0]
+
+    return push
+
+
+@pytest.fixture
+def rival(rival_org) -> APIClient:
+    client = APIClient()
+    secret = api_key_create(organization=rival_org, role="owner").secret
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    return client

@@ -87,7 +87,8 @@ def json_error(code: str, status: int, message: str, details: dict[str, Any] | N
 
 
 def is_api_path(request: HttpRequest) -> bool:
-    return request.path.startswith("/v1/")
+    """/v1/ and Invariant Explorer's /api/v1/ (traces/invariant): answered as code reads."""
+    return request.path.startswith(("/v1/", "/api/v1/"))
 
 
 def api_not_found(request: HttpRequest, exception: Exception | None = None):

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.http import HttpResponse, StreamingHttpResponse
 from rest_framework import exceptions as drf
 from rest_framework.authentication import SessionAuthentication
-from rest_framework.parsers import MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -306,7 +306,7 @@ class DatasetCreateApi(ExplorerApi):
 
 
 class DatasetUploadApi(ExplorerApi):
-    parser_classes = [MultiPartParser]
+    parser_classes = [MultiPartParser, FormParser]
 
     def post(self, request):
         organization = self.home()

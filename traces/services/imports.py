@@ -30,6 +30,7 @@ from traces.bulk import (
     TRACE_COUNT_COLUMNS,
     adapt_datetime,
     insert_rows,
+    new_uuid,
 )
 from traces.checks import Limits, check_json_depth, check_no_nul
 from traces.errors import ImportFailed, ValidationFailed
@@ -257,13 +258,14 @@ class _Spool:
         org_id, dataset_id = dataset.organization_id, dataset.pk
         rows = (
             (trace_id, org_id, dataset_id, first_index + n, name, metadata, "{}", reward,
-             blocks, now, now, content_hash, counts, *derived)
+             blocks, now, now, content_hash, counts, *derived, new_uuid())
             for n, (trace_id, name, metadata, reward, blocks, content_hash, counts, derived)
             in enumerate(self.traces)
         )  # fmt: skip
         # derived: the usage figures, then the task and trial (traces/trials.py)
         columns = (
-            *TRACE_COLUMNS, "content_hash", *TRACE_COUNT_COLUMNS, *USAGE_COLUMNS, "task", "trial"
+            *TRACE_COLUMNS, "content_hash", *TRACE_COUNT_COLUMNS, *USAGE_COLUMNS, "task", "trial",
+            "uuid",
         )  # fmt: skip
         _insert_in_chunks(Trace._meta.db_table, columns, rows)
         self.blocks.insert()

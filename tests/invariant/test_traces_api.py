@@ -1,0 +1,137 @@
+"""GET and DELETE /api/v1/trace/{id}, snippets, images: Explorer's ids, access answers and
+query parameters (Django's test client; the SDK's own calls are tested live elsewhere)."""
+
+import pytest
+from rest_framework.test import APIClient
+
+from traces.models import Dataset, Trace, TraceEvent
+from traces.services.annotations import trace_extra_update
+
+pytestmark = pytest.mark.django_db
+
+MISSING = "7d3e2f4c-0000-4000-8000-000000000000"
+
+
+def test_a_non_uuid_or_missing_trace_is_404(inv):
+    for trace_id in ("tr_01ABC", "42", MISSING):
+        response = inv.get(f"/api/v1/trace/{trace_id}")
+        assert response.status_code == 404 and response.json() == {"detail": "Trace not found"}
+
+
+def test_someone_elses_private_trace_is_401_and_a_public_one_readable_by_anyone(pushed, rival):
+    trace_id = pushed()
+    response = rival.get(f"/api/v1/trace/{trace_id}")
+    assert response.status_code == 401 and response.json() == {"detail": "Unauthorized get"}
+    assert APIClient().get(f"/api/v1/trace/{trace_id}").status_code == 401
+    Dataset.objects.update(is_public=True)
+    assert rival.get(f"/api/v1/trace/{trace_id}").status_code == 200
+    assert APIClient().get(f"/api/v1/trace/{trace_id}").json()["id"] == trace_id
+
+
+def test_a_bad_key_is_401_even_for_a_public_trace(pushed):
+    trace_id = pushed()
+    Dataset.objects.update(is_public=True)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION="Bearer nope")
+    response = client.get(f"/api/v1/trace/{trace_id}")
+    assert response.status_code == 401 and "detail" in response.json()
+
+
+def test_max_length_truncates_long_content_and_include_annotations_false_drops_the_key(inv, pushed):
+    trace_id = pushed()
+    got = inv.get(f"/api/v1/trace/{trace_id}?max_length=10&include_annotations=false").json()
+    assert got["messages"][1]["content"] == "xxxxx<...truncated 40 characters...>xxxxx"
+    assert "annotations" not in got
+    assert inv.get(f"/api/v1/trace/{trace_id}?max_length=ten").status_code == 422
+
+
+def test_a_reward_given_in_the_explorer_shows_in_extra_metadata(inv, pushed):
+    trace_id = pushed()
+    trace_extra_update(trace=Trace.objects.get(uuid=trace_id), extra={"reward": 1})
+    assert inv.get(f"/api/v1/trace/{trace_id}").json()["extra_metadata"]["reward"] == 1
+
+
+def test_uploader_is_hidden(inv):
+    body = {"messages": [[{"role": "user"}]], "metadata": [{"uploader": "me", "k": 1}]}
+    trace_id = inv.post("/api/v1/push/trace", body, format="json").json()["id"][0]
+    assert inv.get(f"/api/v1/trace/{trace_id}").json()["extra_metadata"] == {"k": 1}
+
+
+def test_events_the_blocks_api_refuses_are_kept_as_pushed(inv):
+    events = [
+        {"role": "narrator", "content": None},
+        {"role": "tool", "tool_call_id": "nowhere", "content": "orphan"},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"type": "function", "function": {"name": "f", "arguments": "[1, 2]"}},
+            {"id": "u", "type": "function", "function": {"name": "g", "arguments": "not json"}}]},
+        {"role": "user", "content": [{"type": "text", "text": "list content"}]},
+        {"role": "user", "content": "y" * 3_000_000},
+    ]  # fmt: skip
+    body = {"messages": [events], "dataset": "odd"}
+    response = inv.post("/api/v1/push/trace", body, format="json")
+    assert response.status_code == 200, response.content
+    got = inv.get(f"/api/v1/trace/{response.json()['id'][0]}?max_length=10000000").json()
+    assert got["messages"][0] == events[0] and got["messages"][1] == events[1]
+    calls = got["messages"][2]["tool_calls"]
+    assert calls[0]["function"]["arguments"] == [1, 2]
+    assert calls[1]["function"]["arguments"] == "not json"
+    assert got["messages"][3:] == events[3:]
+    trace = Trace.objects.get(uuid=got["id"])
+    # the orphan output and the message over the import's limit have no blocks
+    counts = dict(TraceEvent.objects.filter(trace=trace).values_list("position", "block_count"))
+    assert counts[1] == 0 and counts[4] == 0 and counts[0] == 1
+
+
+def test_delete_removes_the_trace_and_keeps_the_others_indices(inv, pushed, rival):
+    first, second = pushed(), pushed()
+    assert rival.delete(f"/api/v1/trace/{first}").status_code == 401
+    response = inv.delete(f"/api/v1/trace/{first}")
+    assert response.status_code == 200 and response.json() == {"message": "deleted"}
+    assert inv.get(f"/api/v1/trace/{first}").status_code == 404
+    assert Trace.objects.get(uuid=second).index == 1
+    assert not TraceEvent.objects.filter(trace__uuid=first).exists()
+    assert inv.delete(f"/api/v1/trace/{MISSING}").status_code == 404
+
+
+def test_snippets_lists_the_callers_traces_without_dataset_newest_first(inv, pushed):
+    pushed(dataset=None)
+    newest = pushed(events=[{"role": "user", "content": "newer"}], dataset=None)
+    pushed()
+    got = inv.get("/api/v1/trace/snippets?limit=5").json()
+    assert [t["id"] for t in got][0] == newest and len(got) == 2
+
+
+def test_an_image_of_another_trace_or_missing_is_404(inv, pushed):
+    trace_id = pushed()
+    response = inv.get(f"/api/v1/trace/image/runs/{trace_id}/{'0' * 64}.png")
+    assert response.status_code == 404 and response.json() == {"detail": "Image not found"}
+
+
+def test_push_refusals_are_400(inv):
+    for body, words in [
+        ({"messages": []}, "non-empty list of lists"),
+        ({"messages": [{"role": "user"}]}, "non-empty list of lists"),
+        ({"messages": [[]], "annotations": [[], []]}, "annotations must be null or a list"),
+        ({"messages": [[]], "metadata": {}}, "metadata must be null or a list"),
+        ({"messages": [[]], "dataset": 5}, "dataset must be a string"),
+    ]:
+        response = inv.post("/api/v1/push/trace", body, format="json")
+        assert response.status_code == 400 and words in response.json()["detail"], body
+    assert not Trace.objects.exists()
+
+
+def test_push_without_a_key_is_401_and_with_a_viewer_key_401(org):
+    from traces.services.api_keys import api_key_create
+
+    body = {"messages": [[{"role": "user"}]]}
+    assert APIClient().post("/api/v1/push/trace", body, format="json").status_code == 401
+    viewer = APIClient()
+    secret = api_key_create(organization=org, role="viewer").secret
+    viewer.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    assert viewer.post("/api/v1/push/trace", body, format="json").status_code == 401
+    assert not Trace.objects.exists()
+
+
+def test_health_answers_200_without_a_slash_redirect(client):
+    assert client.get("/api/v1/").status_code == 200
+    assert client.get("/api/v1").status_code == 200
