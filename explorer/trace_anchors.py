@@ -3,11 +3,14 @@ annotation with where it lands (traces/selectors/anchors.py), for the list of no
 (server-drawn, the no-JS view) and for the page's data island (static/js/anchors.js
 highlights each quote in its block and writes the note beside it).
 
-The island is a json_script: the script reads the notes as data and builds text nodes
-from them, so nothing of a comment, an address or extra_metadata is ever HTML."""
+The island is JSON in an attribute (escaped as any attribute; not a json_script, as htmx
+swaps in no <script>: base.html's allowScriptTags): the script reads the notes as data and
+builds text nodes from them, so nothing of a comment, an address or extra_metadata is
+ever HTML."""
 
 from typing import Any
 
+import orjson
 from django.urls import reverse
 
 from traces.models import Annotation, Trace, TraceEvent
@@ -21,7 +24,7 @@ def _author(annotation: Annotation) -> str:
 
 
 def anchors_context(trace: Trace, annotations: list[Annotation], *, can_edit: bool) -> dict:
-    """`anchor_island`, the script's data: the notes, whether and where a selection may
+    """`anchor_island_json`, the script's data: the notes, whether and where a selection may
     become one. Each addressed annotation gets its AnchoredNote as `.anchor`, for the
     list."""
     notes: list[AnchoredNote] = anchored_notes(annotations=annotations, trace=trace)
@@ -33,4 +36,4 @@ def anchors_context(trace: Trace, annotations: list[Annotation], *, can_edit: bo
         "url": reverse("trace-anchor", args=[trace.pk]),
         "notes": [note.island(author=_author(note.annotation)) for note in notes],
     }
-    return {"anchor_island": island}
+    return {"anchor_island_json": orjson.dumps(island).decode()}

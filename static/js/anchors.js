@@ -1,6 +1,6 @@
 // Notes anchored to text on the trace page (issue 13 item 3; explorer/trace_anchors.py).
 //
-// The page carries its anchored notes as data (the json_script #anchor-notes, inside the
+// The page carries its anchored notes as data (JSON in #anchor-notes's data-notes, inside the
 // labels-and-comments card): each with its block, the text it covers as stored (`quote`)
 // and where that starts as a fraction of the text (`hint`). This script finds the quote in
 // the block as drawn (the occurrence nearest the hint; white space compared loosely, as
@@ -24,7 +24,7 @@
     const el = document.getElementById("anchor-notes");
     if (!el) return null;
     try {
-      return JSON.parse(el.textContent);
+      return JSON.parse(el.dataset.notes);
     } catch {
       return null;
     }
@@ -46,9 +46,10 @@
     document.querySelectorAll("aside.anchor-notes").forEach((aside) => aside.remove());
   }
 
-  // The body's text as a reader sees it, white space runs as one space, and for each of
-  // its characters the text node and offset it comes from.
-  function flatten(body) {
+  // The body's text as a reader sees it, white space runs as one space (or none at all,
+  // `bare`: JSON is drawn indented), and for each of its characters the text node and
+  // offset it comes from.
+  function flatten(body, bare) {
     const walker = document.createTreeWalker(body, NodeFilter.SHOW_TEXT, {
       acceptNode: (node) =>
         node.parentElement.closest(SKIP) ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT,
@@ -59,7 +60,7 @@
       const data = node.data;
       for (let i = 0; i < data.length; i++) {
         const space = /\s/.test(data[i]);
-        if (space && text.endsWith(" ")) continue;
+        if (space && (bare || text.endsWith(" "))) continue;
         text += space ? " " : data[i];
         where.push([node, i]);
       }
@@ -68,8 +69,8 @@
   }
 
   // [start, end) of the quote's occurrence in `text` nearest `hint`; null if none.
-  function find(text, quote, hint) {
-    const wanted = quote.replace(/\s+/g, " ").trim();
+  function find(text, quote, hint, bare) {
+    const wanted = bare ? quote.replace(/\s+/g, "") : quote.replace(/\s+/g, " ").trim();
     if (!wanted) return null;
     let best = null;
     for (let at = text.indexOf(wanted); at >= 0; at = text.indexOf(wanted, at + 1)) {
@@ -141,11 +142,14 @@
       if (!body) continue; // its block is not on the page (yet)
       let shown = false;
       if (note.quote && !note.why) {
-        const flat = flatten(body);
-        const span = find(flat.text, note.quote, note.hint);
-        if (span) {
-          highlight(flat, span[0], span[1], note.id);
-          shown = true;
+        for (const bare of [false, true]) {
+          const flat = flatten(body, bare);
+          const span = find(flat.text, note.quote, note.hint, bare);
+          if (span) {
+            highlight(flat, span[0], span[1], note.id);
+            shown = true;
+            break;
+          }
         }
       }
       let aside = article.querySelector(":scope > aside.anchor-notes");
@@ -277,10 +281,16 @@
     }
   });
 
-  // A saved note comes back as the card (with its island): close the form, place again.
+  // A saved note comes back as the card (with its island): hide the form, place the notes
+  // again once htmx settles. The form goes only then: htmx announces the settle on it, and
+  // a form already out of the page would not pass that on to the document.
   document.addEventListener("htmx:afterRequest", (event) => {
-    if (composer && event.detail.elt === composer && event.detail.successful) closeComposer();
+    const { elt, xhr } = event.detail;
+    if (composer && elt === composer && xhr && xhr.status < 300) composer.hidden = true;
   });
-  document.addEventListener("htmx:afterSettle", place);
+  document.addEventListener("htmx:afterSettle", () => {
+    place();
+    if (composer && composer.hidden) closeComposer();
+  });
   document.addEventListener("DOMContentLoaded", place);
 })();

@@ -4,6 +4,7 @@ the address breaks), and the page's list and data island of the notes, hostile o
 
 import json
 import re
+from html import unescape
 
 import pytest
 from django.urls import reverse
@@ -31,9 +32,9 @@ def _block_of_event(trace, position: int, sub_type: str = "") -> Block:
 
 
 def _island(html: str) -> dict:
-    found = re.search(r'<script id="anchor-notes" type="application/json">(.*?)</script>', html, re.S)
+    found = re.search(r'<div id="anchor-notes" hidden data-notes="([^"]*)"></div>', html)
     assert found, "the page carries no anchored notes"
-    return json.loads(found[1])
+    return json.loads(unescape(found[1]))
 
 
 def _post(client, trace, **fields):

@@ -1,0 +1,123 @@
+"""Notes anchored to text in a real browser (issue 13 item 3): Invariant Explorer's own
+sample trace pushed as its client pushes it, its annotation highlighted on the line it
+names; a member selects a range with the mouse, comments, reloads and finds the note
+anchored there; a note whose address points past the text is listed on its block.
+
+Screenshots go to a temporary folder, or to $E2E_SHOTS when set (to look at them)."""
+
+import os
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.explorer.anchored import explorer_trace
+from traces.models import Annotation, Block, TraceEvent
+from traces.services.annotations import annotation_create
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def shots(tmp_path: Path) -> Path:
+    folder = Path(os.environ.get("E2E_SHOTS") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _message_block(trace, position: int) -> str:
+    event = TraceEvent.objects.get(trace=trace, position=position)
+    return Block.objects.get(trace=trace, number=event.first_block).pk
+
+
+def _drag_over(page: Page, block_id: str, text: str) -> None:
+    """Select `text` in the block's body with the mouse, as a reader does."""
+    box = page.evaluate(
+        """([id, text]) => {
+             const body = document.querySelector(`#${id} > .block-body`);
+             const walker = document.createTreeWalker(body, NodeFilter.SHOW_TEXT);
+             for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+               const at = n.data.indexOf(text);
+               if (at < 0) continue;
+               const range = document.createRange();
+               range.setStart(n, at); range.setEnd(n, at + text.length);
+               const rects = range.getClientRects();
+               const first = rects[0], last = rects[rects.length - 1];
+               return {x1: first.left + 1, y1: first.top + first.height / 2,
+                       x2: last.right - 1, y2: last.top + last.height / 2};
+             }
+             return null;
+           }""",
+        [block_id, text],
+    )
+    assert box, f"{text!r} is not in block {block_id}"
+    page.mouse.move(box["x1"], box["y1"])
+    page.mouse.down()
+    page.mouse.move(box["x2"], box["y2"], steps=5)
+    page.mouse.up()
+
+
+def test_a_member_comments_a_selected_range_and_finds_it_anchored_after_a_reload(
+    page: Page, live_server, org, member, sign_in, console_errors, tmp_path
+):
+    trace = explorer_trace(org)
+    tool = _message_block(trace, 2)
+    annotation_create(
+        trace=trace, comment="the output is past its one line", address="messages[2].content:L3",
+        extra_metadata={"source": "analyzer-model", "severity": "low"},
+    )  # fmt: skip
+    sign_in(page, member.username)
+    page.goto(f"{live_server.url}/t/{trace.pk}/")
+
+    # The trace's own annotation (messages[2].content:L0) on the tool output's line.
+    note = page.locator(f"#{tool} aside.anchor-notes .anchor-note").first
+    expect(note).to_contain_text(Annotation.objects.filter(trace=trace).first().comment)
+    expect(page.locator(f"#{tool} mark.anchor-hl").first).to_be_visible()
+    # One past the end of the text: listed on its block, unresolvable, metadata folded.
+    past = page.locator(f"#{tool} .anchor-note", has_text="past its one line")
+    expect(past.locator(".anchor-unplaced")).to_have_text("unresolvable")
+    expect(past.locator("details.anchor-meta pre")).not_to_be_visible()
+    past.locator("details.anchor-meta summary").click()
+    expect(past.locator("details.anchor-meta pre")).to_contain_text('"severity": "low"')
+
+    answer = _message_block(trace, 5)
+    page.locator(f"#{answer}").scroll_into_view_if_needed()
+    _drag_over(page, answer, "Warsaw, Poland")
+    page.locator(".anchor-comment-button").click()
+    composer = page.locator("form.anchor-composer")
+    expect(composer.locator("q")).to_have_text("Warsaw, Poland")
+    composer.locator("textarea").fill("the tool said so: <b>checked</b>")
+    page.screenshot(path=str(shots(tmp_path) / "anchor-composer.png"))
+    composer.locator("button[type=submit]").click()
+    expect(composer).to_have_count(0)
+    mine = page.locator(f"#{answer} .anchor-note", has_text="the tool said so")
+    expect(mine).to_be_visible()
+    saved = Annotation.objects.get(comment="the tool said so: <b>checked</b>")
+    assert saved.address == "messages[5].content:24-38"
+    assert saved.author == member
+
+    page.reload()
+    expect(page.locator(f"#{answer} mark.anchor-hl")).to_have_text("Warsaw, Poland")
+    expect(mine).to_contain_text("the tool said so: <b>checked</b>")  # as text, not HTML
+    expect(page.locator(f"#{answer} .anchor-note b", has_text="checked")).to_have_count(0)
+    expect(page.locator("#annotations .anchor-address", has_text="messages[5].content:24-38"))
+    page.locator(f"#{answer}").scroll_into_view_if_needed()
+    page.screenshot(path=str(shots(tmp_path) / "anchored-note.png"))
+    page.locator(f"#{tool}").scroll_into_view_if_needed()
+    page.screenshot(path=str(shots(tmp_path) / "anchored-tool-output.png"))
+    assert console_errors == []
+
+
+def test_a_viewer_is_offered_no_comment_and_a_bad_typed_address_is_refused_in_the_form(
+    page: Page, live_server, org, sign_in, console_errors
+):
+    from tests.conftest import user_in
+
+    trace = explorer_trace(org)
+    user_in(org, "vera", "viewer")
+    sign_in(page, "vera")
+    page.goto(f"{live_server.url}/t/{trace.pk}/")
+    answer = _message_block(trace, 5)
+    _drag_over(page, answer, "Warsaw, Poland")
+    expect(page.locator(".anchor-comment-button")).to_have_count(0)
+    expect(page.locator("aside.anchor-notes .anchor-note")).to_have_count(1)
+    assert console_errors == []
