@@ -121,3 +121,21 @@ def test_a_viewer_is_offered_no_comment_and_a_bad_typed_address_is_refused_in_th
     expect(page.locator(".anchor-comment-button")).to_have_count(0)
     expect(page.locator("aside.anchor-notes .anchor-note")).to_have_count(1)
     assert console_errors == []
+
+
+def test_without_javascript_the_notes_are_listed_with_their_block_and_text(
+    page_without_js, live_server, org, tmp_path
+):
+    trace = explorer_trace(org)
+    tool = _message_block(trace, 2)
+    annotation_create(trace=trace, comment="nowhere", address="messages[99].content:L0")
+    page_without_js.goto(f"{live_server.url}/t/{trace.pk}/")
+    notes = page_without_js.locator("#annotations .annotation")
+    expect(notes).to_have_count(2)
+    first = notes.nth(0)
+    expect(first.locator(f"a[href$='#{tool}']")).to_have_text(f"on block {tool[-6:]}")
+    expect(first.locator(".anchor-quote")).to_contain_text('"name": "Marie Curie"')
+    expect(notes.nth(1).locator(".anchor-unplaced")).to_have_text("unresolvable")
+    expect(notes.nth(1)).to_contain_text("on the trace")
+    expect(page_without_js.locator("mark.anchor-hl")).to_have_count(0)
+    page_without_js.locator("#annotations").screenshot(path=str(shots(tmp_path) / "anchors-no-js.png"))
