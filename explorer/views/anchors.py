@@ -47,9 +47,7 @@ def trace_anchor_add(request, trace_id: str):
 def _refused(request, trace_id: str, error: str):
     if wants_partial(request):
         context = {"anchor_error": error}
-        response = render_page(
-            request, TRACE_TEMPLATE, context, partial="anchor_error", status=422
-        )
+        response = render_page(request, TRACE_TEMPLATE, context, partial="anchor_error", status=422)
         response["HX-Retarget"] = ERROR_SLOT
         response["HX-Reswap"] = "innerHTML"
         return response

@@ -5,23 +5,15 @@ anchored there; a note whose address points past the text is listed on its block
 
 Screenshots go to a temporary folder, or to $E2E_SHOTS when set (to look at them)."""
 
-import os
-from pathlib import Path
-
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.e2e.test_trace_story import shots
 from tests.explorer.anchored import explorer_trace
 from traces.models import Annotation, Block, TraceEvent
 from traces.services.annotations import annotation_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def shots(tmp_path: Path) -> Path:
-    folder = Path(os.environ.get("E2E_SHOTS") or tmp_path)
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
 
 
 def _message_block(trace, position: int) -> str:
@@ -138,4 +130,6 @@ def test_without_javascript_the_notes_are_listed_with_their_block_and_text(
     expect(notes.nth(1).locator(".anchor-unplaced")).to_have_text("unresolvable")
     expect(notes.nth(1)).to_contain_text("on the trace")
     expect(page_without_js.locator("mark.anchor-hl")).to_have_count(0)
-    page_without_js.locator("#annotations").screenshot(path=str(shots(tmp_path) / "anchors-no-js.png"))
+    page_without_js.locator("#annotations").screenshot(
+        path=str(shots(tmp_path) / "anchors-no-js.png")
+    )

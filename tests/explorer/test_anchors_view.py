@@ -57,20 +57,24 @@ def test_a_member_comments_a_selection_and_it_is_kept_with_its_address(org, trac
     assert placed["block"] == block.pk and placed["quote"] == "born in Warsaw"
 
 
-def test_a_whole_line_selected_is_addressed_by_its_line(org, trace):
-    member = signed_in(org, "member")
-    block = _block_of_event(trace, 0)
-    _post(member, trace, block=block.pk, quote="Answer in one line.", hint="0.8", comment="c")
-    assert Annotation.objects.get(comment="c").address == "messages[0].content:L1"
-
-
-def test_a_selection_in_a_call_is_addressed_in_its_arguments(org, trace):
-    member = signed_in(org, "member")
-    call = _block_of_event(trace, 1, "TOOL_CALL")
-    _post(member, trace, block=call.pk, quote="Nobel", hint="0.5", comment="c")
+@pytest.mark.parametrize(
+    ("position", "sub_type", "quote", "address"),
+    [
+        # A whole line: by its line.
+        (0, "", "Answer in one line.", "messages[0].content:L1"),
+        # In a call: in its arguments.
+        (1, "TOOL_CALL", "Nobel", "messages[1].tool_calls[0].function.arguments.query:4-9"),
+        # White space the page folded (Markdown) still finds the text.
+        (0, "", "Prizes? Answer", "messages[0].content:18-32"),
+    ],
+)
+def test_a_selection_is_addressed_in_the_event_as_stored(
+    org, trace, position, sub_type, quote, address
+):
+    block = _block_of_event(trace, position, sub_type)
+    _post(signed_in(org, "member"), trace, block=block.pk, quote=quote, hint="0", comment="c")
     note = Annotation.objects.get(comment="c")
-    assert note.address == "messages[1].tool_calls[0].function.arguments.query:4-9"
-    assert note.block_id == call.pk
+    assert (note.address, note.block_id) == (address, block.pk)
 
 
 def test_the_occurrence_nearest_the_hint_is_the_one_kept(org):
@@ -82,13 +86,6 @@ def test_the_occurrence_nearest_the_hint_is_the_one_kept(org):
     block = _block_of_event(trace, 0)
     _post(member, trace, block=block.pk, quote="ab", hint="0.9", comment="c")
     assert Annotation.objects.get(comment="c").address == "messages[0].content:6-8"
-
-
-def test_white_space_folded_by_the_page_still_finds_the_text(org, trace):
-    member = signed_in(org, "member")
-    block = _block_of_event(trace, 0)
-    _post(member, trace, block=block.pk, quote="Prizes? Answer", hint="0", comment="c")
-    assert Annotation.objects.get(comment="c").address == "messages[0].content:18-32"
 
 
 def test_a_typed_address_is_kept_as_typed(org, trace):
@@ -193,7 +190,9 @@ def test_the_page_lists_each_note_where_it_lands_and_those_that_do_not(org, trac
     assert notes["the tool's answer"]["block"] == tool.pk
     assert notes["the tool's answer"]["quote"] == '{"name": "Marie Curie"}'
     assert notes["past"]["block"] == tool.pk  # listed on its block, not lost
-    assert notes["past"]["why"] == "messages[2].content:L7: past the end of the text (23 characters)"
+    assert (
+        notes["past"]["why"] == "messages[2].content:L7: past the end of the text (23 characters)"
+    )
     assert notes["nowhere"]["block"] is None
     assert notes["nowhere"]["why"] == "messages[40]: the trace has no event 40"
     assert "an image region" in notes["region"]["why"]
@@ -217,7 +216,9 @@ def test_hostile_comments_metadata_and_addresses_are_text(org, trace):
     assert '<details class="anchor-meta"><summary class="small">extra_metadata</summary>' in page
 
 
-def test_the_notes_cost_the_page_two_queries_whatever_their_number(org, trace, django_assert_max_num_queries):
+def test_the_notes_cost_the_page_two_queries_whatever_their_number(
+    org, trace, django_assert_max_num_queries
+):
     for n in range(30):
         annotation_create(trace=trace, comment=f"n{n}", address=f"messages[{n % 4}].content:0-3")
     viewer = signed_in(org, "viewer")
