@@ -43,7 +43,8 @@ def test_a_given_block_wins_over_the_address(trace):
     [
         (
             "messages[1].content:4",
-            "address 'messages[1].content:4': anchor '4' is none of Ln, start-end, bbox-x1,y1,x2,y2",
+            "address 'messages[1].content:4': anchor '4' is none of Ln, start-end, "
+            "bbox-x1,y1,x2,y2",
         ),
         ("messages", "address 'messages': the first step after 'messages' is an event index"),
         ("messages[1]é", "address 'messages[1]é': an address is ASCII"),
