@@ -92,10 +92,10 @@ def reward_html(reward: "RewardView", csrf_input: str) -> str:
         else ""
     )
     return (
-        f'<form class="{_e(reward.form_class)}" id="{_e(reward.dom_id)}" method="post" '
+        f'<form class="{reward.form_class}" id="{_e(reward.dom_id)}" method="post" '
         f'action="{url}" hx-post="{url}" hx-swap="outerHTML">{csrf_input}'
         f'<input class="reward-num" type="number" step="any" name="value" '
-        f'value="{_e(reward.field_value)}" placeholder="{_e(reward.placeholder)}" '
+        f'value="{_e(reward.field_value)}" placeholder="{reward.placeholder}" '
         f'aria-label="Reward (any number)"{invalid}>\n'
         '<button class="reward-set" name="action" value="set" title="Set this number">'
         "Set</button>\n"
@@ -112,9 +112,12 @@ def reward_html(reward: "RewardView", csrf_input: str) -> str:
 def body_html(b: "BlockView", frame: Frame) -> str:
     """The block's body (the `block_body` partial): its preview and "Show all", or the
     whole of it and "Fold"."""
-    bid = _e(b.id)
+    return _body(b, frame, _e(b.id), _e(b.full_url))
+
+
+def _body(b: "BlockView", frame: Frame, bid: str, full: str) -> str:
+    """`body_html`, given the block's id and full URL escaped."""
     if b.folded:
-        full = _e(b.full_url)
         more = (
             f'<a class="show-all" href="{full}" hx-get="{full}" hx-target="#body-{bid}" '
             f'hx-swap="outerHTML">Show all ({_e(b.size)})</a>'
@@ -122,8 +125,7 @@ def body_html(b: "BlockView", frame: Frame) -> str:
     elif frame.unfolded:
         more = (
             f'<a class="show-all fold-again" href="{_e(b.permalink)}" '
-            f'hx-get="{_e(b.full_url)}?fold=1" hx-target="#body-{bid}" '
-            'hx-swap="outerHTML">Fold</a>'
+            f'hx-get="{full}?fold=1" hx-target="#body-{bid}" hx-swap="outerHTML">Fold</a>'
         )
     else:
         more = ""
@@ -147,9 +149,8 @@ def raw_slot_html(b: "BlockView") -> str:
     return f'<div class="raw-slot" id="raw-{bid}">{inner}</div>'
 
 
-def drawer_foot_html(b: "BlockView", frame: Frame) -> str:
-    bid = _e(b.id)
-    full = _e(b.full_url)
+def _drawer_foot(b: "BlockView", frame: Frame, bid: str, full: str) -> str:
+    """The drawer's last line: the block's id, kind and links."""
     out = f'<p class="drawer-foot small"><code>{bid}</code> · {_e(b.sub_type)}'
     if b.has_text_view:
         out += (
@@ -173,15 +174,15 @@ def drawer_body_html(b: "BlockView", frame: Frame) -> str:
     return (
         f'<div class="drawer-body" id="drawer-{_e(b.id)}">\n'
         f"<h4>metadata</h4>{b.metadata}<h4>extra</h4>{b.extra}<h4>raw{size}</h4>\n"
-        f"{raw_slot_html(b)}\n{drawer_foot_html(b, frame)}</div>"
+        f"{raw_slot_html(b)}\n{_drawer_foot(b, frame, _e(b.id), _e(b.full_url))}</div>"
     )
 
 
 def block_html(b: "BlockView", frame: Frame) -> str:
     """A block's <article> (the `block` partial): head, labels, body, drawer."""
-    bid = _e(b.id)
-    head = [
-        f'<article class="{_e(b.classes)}" id="{bid}" data-block tabindex="-1">\n'
+    bid, full = _e(b.id), _e(b.full_url)
+    head = [  # its classes are of a fixed vocabulary (BlockView.classes)
+        f'<article class="{b.classes}" id="{bid}" data-block tabindex="-1">\n'
         f'<header class="block-head"><img class="kind-icon" src="{_e(b.icon_url)}" alt="" '
         f'width="14" height="14">{b.head_html}'
     ]
@@ -202,7 +203,7 @@ def block_html(b: "BlockView", frame: Frame) -> str:
             for name in b.labels
         )
         head.append(f'<p class="block-labels">{names}</p>')
-    head.append(f"\n{body_html(b, frame)}\n")
+    head.append(f"\n{_body(b, frame, bid, full)}\n")
     if b.drawer:
         opened = " open" if frame.block_page else ""
         head.append(
@@ -211,10 +212,10 @@ def block_html(b: "BlockView", frame: Frame) -> str:
         )
     else:  # its contents come when it opens: the drawer_body partial of the block's view
         head.append(
-            f'<details class="drawer" hx-get="{_e(b.full_url)}" hx-trigger="toggle once" '
+            f'<details class="drawer" hx-get="{full}" hx-trigger="toggle once" '
             f'hx-target="#drawer-{bid}" hx-swap="outerHTML"><summary title="Metadata, raw '
             f'and extra">details</summary><div class="drawer-body" id="drawer-{bid}">'
-            f"{drawer_foot_html(b, frame)}</div></details>\n"
+            f"{_drawer_foot(b, frame, bid, full)}</div></details>\n"
         )
     head.append("</article>")
     return "".join(head)

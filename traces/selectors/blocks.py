@@ -98,30 +98,45 @@ STITCHED_ORDER = (
 PLACE_FIELDS = ("turn", "act", "step", "number")
 
 
-def _placed_rows(trace: Trace):
+def _placed_rows(trace: Trace, *, rendered: bool = False):
+    """The rows of BLOCK_FIELDS, PLACE_FIELDS, is_error (and the page's render cache,
+    Block.rendered, if asked)."""
     text = {
         f"{name}_text": ExpressionWrapper(F(name), output_field=TextField())
         for name in _TEXT_COLUMNS
     }
+    more = ("rendered",) if rendered else ()
     return (
         Block.objects.filter(trace=trace)
         .annotate(**text)
         .values_list(
-            *BLOCK_MODEL_FIELDS[:5], *text, *BLOCK_MODEL_FIELDS[9:], *PLACE_FIELDS, "is_error"
-        )
+            *BLOCK_MODEL_FIELDS[:5],
+            *text,
+            *BLOCK_MODEL_FIELDS[9:],
+            *PLACE_FIELDS,
+            "is_error",
+            *more,
+        )  # fmt: skip
     )
 
 
 def trace_blocks_from(
-    *, trace: Trace, turn: int = 0, act: int = 0, decode: bool | str = False, batch: int = 32
+    *,
+    trace: Trace,
+    turn: int = 0,
+    act: int = 0,
+    decode: bool | str = False,
+    batch: int = 32,
+    rendered: bool = False,
 ) -> Iterator[tuple[dict[str, Any], tuple[int, int, int, int]]]:
     """The trace's blocks in stitched order from the place (turn, act) on, orphans aside,
     each with its (turn, act, step, number); one range query on block_stitched_order,
     read `batch` rows at a time as the caller consumes them, so a caller that stops after
     a page's worth has read only that (a server-side cursor on PostgreSQL). The caller
-    closes the iterator when it stops (that ends its transaction)."""
+    closes the iterator when it stops (that ends its transaction). `rendered`: each node
+    also holds the page's render cache of the block (Block.rendered; None when empty)."""
     make = _node_maker(decode)
-    rows = _placed_rows(trace).filter(turn__gte=turn)
+    rows = _placed_rows(trace, rendered=rendered).filter(turn__gte=turn)
     if act:
         rows = rows.exclude(turn=turn, act__lt=act)
     # On PostgreSQL in a transaction: outside one its server-side cursor is WITH HOLD, and
@@ -133,6 +148,8 @@ def trace_blocks_from(
             node = make(row[:11])
             if row[15]:  # a tool error, as its format said (Block.is_error): the page marks it
                 node["is_error"] = True
+            if rendered:
+                node["rendered"] = row[16]
             yield node, row[11:15]
 
 
@@ -147,6 +164,7 @@ def trace_items_from(
     decode: bool | str = False,
     numbered: bool = False,
     batch: int = 32,
+    rendered: bool = False,
 ) -> Iterator[Item]:
     """The stitched tree from (turn, act) on, a message or an act at a time: a message
     (its `children` filled by the acts that follow it), or a think or call with its
@@ -155,7 +173,9 @@ def trace_items_from(
     message: dict[str, Any] | None = None
     message_turn = -1
     leaves = {k.sub_type for k in kinds.KINDS if not kinds.children_of(k.sub_type)}
-    stream = trace_blocks_from(trace=trace, turn=turn, act=act, decode=decode, batch=batch)
+    stream = trace_blocks_from(
+        trace=trace, turn=turn, act=act, decode=decode, batch=batch, rendered=rendered
+    )
     try:
         for node, (at_turn, at_act, step, number) in stream:
             if numbered:
