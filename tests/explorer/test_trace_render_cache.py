@@ -27,9 +27,13 @@ def chat_trace(org) -> Trace:
     events = [
         {"role": "system", "content": "Be **brief**."},
         {"role": "user", "content": "Find the *weather* in `Paris`."},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "function": {"name": "weather", "arguments": '{"city": "Paris"}'}},
-        ]},  # fmt: skip
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "function": {"name": "weather", "arguments": '{"city": "Paris"}'}},
+            ],
+        },  # fmt: skip
         {"role": "tool", "tool_call_id": "c1", "content": '{"forecast": "22°C"}'},
         {"role": "assistant", "content": "```python\nprint('22°C')\n```\nIt is **22°C**."},
     ]
