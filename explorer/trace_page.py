@@ -372,6 +372,8 @@ class PageRenderer:
         """One query for the types of the images these blocks show."""
         shas: set[str] = set()
         for node in nodes:
+            if self._cached(node) is not None:
+                continue  # the cache holds no block that shows a stored image
             payload = node.get("payload")
             # A stored payload's references are found in its text, without decoding it.
             shas |= referenced_images(payload.text if isinstance(payload, StoredJson) else payload)
@@ -440,10 +442,9 @@ class PageRenderer:
         when it holds it (Block.rendered, read with the page's rows), else drawn now (and
         kept for the next page: `save_renders`); the rest (reward, labels, warnings
         about the trace, links, drawer) drawn for this response."""
-        prefix = self._cache_prefix(kinds.BY_SUB_TYPE[node["sub_type"]])
-        cached = node.get("rendered")
-        if cached and self.caching and cached.startswith(prefix):
-            view = self._from_cache(node, cached[len(prefix) :])
+        cached = self._cached(node)
+        if cached is not None:
+            view = self._from_cache(node, cached)
             if view is not None:
                 return view
         effort_limited = self.effort.limited
@@ -464,8 +465,17 @@ class PageRenderer:
             # plainer), and showing no stored image (whose type a later upload may give).
             payload_text = node["payload"].text if isinstance(node["payload"], StoredJson) else ""
             if payload_text and not referenced_images(payload_text):
+                prefix = self._cache_prefix(kind)
                 self._renders.append((node["id"], prefix + jsontext.dumps(drawn)))
         return view
+
+    def _cached(self, node: dict[str, Any]) -> str | None:
+        """The render cache's entry of the block (its JSON), if it is of this version."""
+        cached = node.get("rendered")
+        if not cached or not self.caching:
+            return None
+        prefix = self._cache_prefix(kinds.BY_SUB_TYPE[node["sub_type"]])
+        return cached[len(prefix) :] if cached.startswith(prefix) else None
 
     def _cache_prefix(self, kind: kinds.BlockKind) -> str:
         """What a render cache entry of a block of this kind begins with: RENDER_VERSION,
@@ -721,7 +731,7 @@ def chunk_from(renderer: PageRenderer, start: int, acts_from: int = 0, at_least:
         act=acts_from + 1 if acts_from else 0,
         decode="lazy",
         numbered=True,
-        rendered=renderer.caching,
+        page=renderer.caching,
     )
     try:
         chunk = renderer.rows(items, start, at_least=at_least)

@@ -98,25 +98,20 @@ STITCHED_ORDER = (
 PLACE_FIELDS = ("turn", "act", "step", "number")
 
 
-def _placed_rows(trace: Trace, *, rendered: bool = False):
-    """The rows of BLOCK_FIELDS, PLACE_FIELDS, is_error (and the page's render cache,
-    Block.rendered, if asked)."""
+def _placed_rows(trace: Trace, *, page: bool = False):
+    """The rows of BLOCK_FIELDS, PLACE_FIELDS and is_error; for the trace page (`page`),
+    without the two dates (it shows neither, and converting them is a good part of
+    reading a row on SQLite) and with its render cache (Block.rendered) last."""
     text = {
         f"{name}_text": ExpressionWrapper(F(name), output_field=TextField())
         for name in _TEXT_COLUMNS
     }
-    more = ("rendered",) if rendered else ()
+    dates = () if page else BLOCK_MODEL_FIELDS[9:]
+    more = ("rendered",) if page else ()
     return (
         Block.objects.filter(trace=trace)
         .annotate(**text)
-        .values_list(
-            *BLOCK_MODEL_FIELDS[:5],
-            *text,
-            *BLOCK_MODEL_FIELDS[9:],
-            *PLACE_FIELDS,
-            "is_error",
-            *more,
-        )  # fmt: skip
+        .values_list(*BLOCK_MODEL_FIELDS[:5], *text, *dates, *PLACE_FIELDS, "is_error", *more)
     )
 
 
@@ -127,16 +122,17 @@ def trace_blocks_from(
     act: int = 0,
     decode: bool | str = False,
     batch: int = 32,
-    rendered: bool = False,
+    page: bool = False,
 ) -> Iterator[tuple[dict[str, Any], tuple[int, int, int, int]]]:
     """The trace's blocks in stitched order from the place (turn, act) on, orphans aside,
     each with its (turn, act, step, number); one range query on block_stitched_order,
     read `batch` rows at a time as the caller consumes them, so a caller that stops after
     a page's worth has read only that (a server-side cursor on PostgreSQL). The caller
-    closes the iterator when it stops (that ends its transaction). `rendered`: each node
-    also holds the page's render cache of the block (Block.rendered; None when empty)."""
+    closes the iterator when it stops (that ends its transaction). `page`: the trace
+    page's nodes, without dates (None) and with `rendered`, the block's render cache
+    (Block.rendered; None when empty)."""
     make = _node_maker(decode)
-    rows = _placed_rows(trace, rendered=rendered).filter(turn__gte=turn)
+    rows = _placed_rows(trace, page=page).filter(turn__gte=turn)
     if act:
         rows = rows.exclude(turn=turn, act__lt=act)
     # On PostgreSQL in a transaction: outside one its server-side cursor is WITH HOLD, and
@@ -145,10 +141,12 @@ def trace_blocks_from(
     postgresql = connection.vendor == "postgresql"
     with transaction.atomic() if postgresql else contextlib.nullcontext():
         for row in rows.order_by(*STITCHED_ORDER).iterator(chunk_size=batch):
+            if page:
+                row = (*row[:9], None, None, *row[9:])
             node = make(row[:11])
             if row[15]:  # a tool error, as its format said (Block.is_error): the page marks it
                 node["is_error"] = True
-            if rendered:
+            if page:
                 node["rendered"] = row[16]
             yield node, row[11:15]
 
@@ -164,7 +162,7 @@ def trace_items_from(
     decode: bool | str = False,
     numbered: bool = False,
     batch: int = 32,
-    rendered: bool = False,
+    page: bool = False,
 ) -> Iterator[Item]:
     """The stitched tree from (turn, act) on, a message or an act at a time: a message
     (its `children` filled by the acts that follow it), or a think or call with its
@@ -174,7 +172,7 @@ def trace_items_from(
     message_turn = -1
     leaves = {k.sub_type for k in kinds.KINDS if not kinds.children_of(k.sub_type)}
     stream = trace_blocks_from(
-        trace=trace, turn=turn, act=act, decode=decode, batch=batch, rendered=rendered
+        trace=trace, turn=turn, act=act, decode=decode, batch=batch, page=page
     )
     try:
         for node, (at_turn, at_act, step, number) in stream:
