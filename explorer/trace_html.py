@@ -16,6 +16,8 @@ explorer/render (BlockView.body, .metadata, .extra, .raw, .head_html), which esc
 sanitizes it there.
 """
 
+import re
+import secrets
 from dataclasses import dataclass
 from html import escape
 from typing import TYPE_CHECKING, Any
@@ -28,9 +30,14 @@ if TYPE_CHECKING:
     from explorer.trace_page import BlockView, RewardView, RowView
 
 
+_SPECIAL = re.compile("[&<>\"']")
+
+
 def _e(value: Any) -> str:
-    """`{{ value }}` of an autoescaping template."""
-    return escape(value if isinstance(value, str) else str(value))
+    """`{{ value }}` of an autoescaping template (most values need no change: looked for
+    first, which is faster than replacing)."""
+    text = value if isinstance(value, str) else str(value)
+    return escape(text) if _SPECIAL.search(text) else text
 
 
 def _shown(value: Any) -> str:
@@ -77,6 +84,8 @@ def reward_html(reward: "RewardView", csrf_input: str) -> str:
             f'title="reward (read only)">reward <b>{_e(reward.display)}</b></span>'
         )
     url = _e(reward.url)
+    # What the field shows: a number as text, or what was typed when it was refused.
+    value = _e(reward.field_value) if reward.error else reward.field_value
     invalid = ' aria-invalid="true"' if reward.error else ""
     up_on = " is-on" if reward.is_up else ""
     down_on = " is-on" if reward.is_down else ""
@@ -95,7 +104,7 @@ def reward_html(reward: "RewardView", csrf_input: str) -> str:
         f'<form class="{reward.form_class}" id="{_e(reward.dom_id)}" method="post" '
         f'action="{url}" hx-post="{url}" hx-swap="outerHTML">{csrf_input}'
         f'<input class="reward-num" type="number" step="any" name="value" '
-        f'value="{_e(reward.field_value)}" placeholder="{reward.placeholder}" '
+        f'value="{value}" placeholder="{reward.placeholder}" '
         f'aria-label="Reward (any number)"{invalid}>\n'
         '<button class="reward-set" name="action" value="set" title="Set this number">'
         "Set</button>\n"
@@ -191,11 +200,11 @@ def block_html(b: "BlockView", frame: Frame) -> str:
         head.append(f'<span class="badge warn"{title}>{_e(label)}</span>')
     for badge in b.badges:
         head.append(f'<span class="badge">{_e(badge)}</span>')
-    number = f" to block {_e(b.number)}" if b.number else ""
+    number = f" to block {b.number}" if b.number else ""  # an int
     head.append(
         f'\n<span class="head-tools">{reward_html(b.reward, frame.csrf_input)}'
         f'<a class="permalink" href="{_e(b.permalink)}" title="Permalink{number}">'
-        f"#{_e(b.number) if b.number else ''}</a></span></header>\n"
+        f"#{b.number if b.number else ''}</a></span></header>\n"
     )
     if b.labels:
         names = "".join(
@@ -282,3 +291,29 @@ def rows_html(rows: list["RowView"], frame: Frame) -> str:
             out.extend(row_html(repeat, frame) for repeat in row.repeats)
             out.append("\n      </details>")
     return "".join(out)
+
+
+class Deferred:
+    """HTML kept out of the template engine's strings: a tag leaves a marker in its place
+    (`put`), and the view puts the HTML into the response's bytes (`fill`). A chunk's
+    rows are most of a page (~0.8 MB): each level of template that holds them copied them
+    again, and content in wide characters (CJK, emoji) widened the whole page before it
+    was encoded."""
+
+    def __init__(self) -> None:
+        self.parts: dict[bytes, str] = {}
+
+    def put(self, html: str) -> str:
+        # Content cannot forge a marker: it is escaped, and the marker is random.
+        marker = f"<!--deferred-{secrets.token_hex(8)}-->"
+        self.parts[marker.encode()] = html
+        return marker
+
+    def fill(self, response: Any) -> Any:
+        content = response.content
+        for marker, html in self.parts.items():
+            before, found, after = content.partition(marker)
+            if found:
+                content = b"".join((before, html.encode(), after))
+        response.content = content
+        return response

@@ -106,7 +106,7 @@ class RewardView:
         if not self.up_icon:
             self.up_icon, self.down_icon = static(THUMB_UP), static(THUMB_DOWN)
 
-    @property
+    @cached_property
     def number(self) -> float | None:
         value = self.value
         if isinstance(value, bool):
@@ -226,12 +226,12 @@ class BlockView:
             out += f" {self.tone}"
         return out + " has-reward" if self.reward.is_set else out
 
-    @property
+    @cached_property
     def full_url(self) -> str:
         """The block's own view (`block-full`)."""
         return f"{self.trace_url}b/{quote(self.id, safe='')}/full"
 
-    @property
+    @cached_property
     def permalink(self) -> str:
         """The trace page opened at this block."""
         return f"{self.trace_url}?focus={quote(self.id, safe='')}#{self.id}"
@@ -342,6 +342,7 @@ class PageRenderer:
         self.effort = Effort()  # one for the whole response (explorer/render/effort.py)
         self._renders: list[tuple[str, str]] = []  # (block id, Block.rendered) to keep
         self._prefixes: dict[str, str] = {}  # sub type -> _cache_prefix
+        self._kinds: dict[str, tuple[bool, str]] = {}  # sub type -> _kind_facts
 
     @cached_property
     def block_labels(self) -> dict[str, list[str]]:
@@ -412,8 +413,10 @@ class PageRenderer:
         """A block too large to decode once the response has spent its formatting time:
         its size, and a link to it alone."""
         kind = kinds.BY_SUB_TYPE[node["sub_type"]]
-        stored = node.get("payload")
-        size = size_label(len(stored.text)) if isinstance(stored, StoredJson) else ""
+        # Its size: of its payload, or of what was too large when the payload was not read.
+        stored = [node.get(name) for name in ("payload", "metadata", "extra")]
+        chars = max((len(v.text) for v in stored if isinstance(v, StoredJson)), default=0)
+        size = size_label(chars) if chars else ""
         url = f"{self.trace_url}b/{quote(node['id'], safe='')}/full"
         body = (
             f'<p class="no-text">A large block ({size}): '
@@ -444,9 +447,8 @@ class PageRenderer:
         about the trace, links, drawer) drawn for this response."""
         cached = self._cached(node)
         if cached is not None:
-            view = self._from_cache(node, cached)
-            if view is not None:
-                return view
+            # None: its metadata or extra is too large to decode now.
+            return self._from_cache(node, cached) or self.too_large(node)
         effort_limited = self.effort.limited
         fields = {}
         for name in ("payload", "metadata", "extra"):
@@ -469,13 +471,24 @@ class PageRenderer:
                 self._renders.append((node["id"], prefix + jsontext.dumps(drawn)))
         return view
 
+    def draws(self, node: dict[str, Any]) -> bool:
+        """Whether the response draws the block from its payload (the cache does not
+        hold it)."""
+        return self._cached(node) is None
+
     def _cached(self, node: dict[str, Any]) -> str | None:
-        """The render cache's entry of the block (its JSON), if it is of this version."""
+        """The render cache's entry of the block (its JSON), if it is of this version
+        (looked at once a node)."""
+        if "cached" in node:
+            return node["cached"]
         cached = node.get("rendered")
-        if not cached or not self.caching:
-            return None
-        prefix = self._cache_prefix(kinds.BY_SUB_TYPE[node["sub_type"]])
-        return cached[len(prefix) :] if cached.startswith(prefix) else None
+        if cached and self.caching:
+            prefix = self._cache_prefix(kinds.BY_SUB_TYPE[node["sub_type"]])
+            cached = cached[len(prefix) :] if cached.startswith(prefix) else None
+        else:
+            cached = None
+        node["cached"] = cached
+        return cached
 
     def _cache_prefix(self, kind: kinds.BlockKind) -> str:
         """What a render cache entry of a block of this kind begins with: RENDER_VERSION,
@@ -489,7 +502,7 @@ class PageRenderer:
 
     def _from_cache(self, node: dict[str, Any], cached: str) -> BlockView | None:
         """The view of a block the render cache holds; None if its metadata or extra is
-        too large to decode now (then the block is drawn as any other)."""
+        too large to decode now."""
         drawn = orjson.loads(cached)  # as `block` wrote it
         # Only what the reader-dependent parts read is decoded: the marks' metadata keys,
         # the extra's reward.
@@ -555,6 +568,7 @@ class PageRenderer:
         drawer = self._drawer(metadata, extra, node.get("raw")) if self.drawers else None
         # The drawer counts as its stored JSON, rendered here or not.
         drawer_chars = _stored_chars(node.get("metadata")) + _stored_chars(node.get("extra"))
+        awaits_children, icon_url = self._kind_facts(kind)
         return BlockView(
             id=node["id"],
             sub_type=kind.sub_type,
@@ -572,7 +586,7 @@ class PageRenderer:
             reward=self.reward({"id": node["id"], "extra": extra}),
             labels=self.block_labels.get(node["id"], []),
             has_text_view=kind.render in MARKDOWN_RENDERERS,
-            awaits_children=bool(kinds.children_of(kind.sub_type)),
+            awaits_children=awaits_children,
             role_class=drawn["role_class"],
             tone=drawn["tone"],
             cost=len(drawn["body"]) + drawer_chars + BLOCK_OVERHEAD,
@@ -581,9 +595,18 @@ class PageRenderer:
             is_error=bool(node.get("is_error")),
             same_as=drawn["same_as"],
             trace_url=self.trace_url,
-            icon_url=self.static(kind.icon),
+            icon_url=icon_url,
             drawer=drawer is not None,
         )
+
+    def _kind_facts(self, kind: kinds.BlockKind) -> tuple[bool, str]:
+        """Whether other kinds hang under blocks of this kind, and its icon's URL: once
+        a response."""
+        found = self._kinds.get(kind.sub_type)
+        if found is None:
+            awaits = bool(kinds.children_of(kind.sub_type))
+            found = self._kinds[kind.sub_type] = (awaits, self.static(kind.icon))
+        return found
 
     def save_renders(self) -> None:
         """Keep what this response drew for the next (the render cache)."""
@@ -731,7 +754,8 @@ def chunk_from(renderer: PageRenderer, start: int, acts_from: int = 0, at_least:
         act=acts_from + 1 if acts_from else 0,
         decode="lazy",
         numbered=True,
-        page=renderer.caching,
+        # The page's read: a block's payload only if it is drawn anew (not in the cache).
+        drawn=None if renderer.drawers else renderer.draws,
     )
     try:
         chunk = renderer.rows(items, start, at_least=at_least)
