@@ -16,6 +16,8 @@ explorer/render (BlockView.body, .metadata, .extra, .raw, .head_html), which esc
 sanitizes it there.
 """
 
+import re
+import secrets
 from dataclasses import dataclass
 from html import escape
 from typing import TYPE_CHECKING, Any
@@ -28,9 +30,14 @@ if TYPE_CHECKING:
     from explorer.trace_page import BlockView, RewardView, RowView
 
 
+_SPECIAL = re.compile("[&<>\"']")
+
+
 def _e(value: Any) -> str:
-    """`{{ value }}` of an autoescaping template."""
-    return escape(value if isinstance(value, str) else str(value))
+    """`{{ value }}` of an autoescaping template (most values need no change: looked for
+    first, which is faster than replacing)."""
+    text = value if isinstance(value, str) else str(value)
+    return escape(text) if _SPECIAL.search(text) else text
 
 
 def _shown(value: Any) -> str:
@@ -77,6 +84,8 @@ def reward_html(reward: "RewardView", csrf_input: str) -> str:
             f'title="reward (read only)">reward <b>{_e(reward.display)}</b></span>'
         )
     url = _e(reward.url)
+    # What the field shows: a number as text, or what was typed when it was refused.
+    value = _e(reward.field_value) if reward.error else reward.field_value
     invalid = ' aria-invalid="true"' if reward.error else ""
     up_on = " is-on" if reward.is_up else ""
     down_on = " is-on" if reward.is_down else ""
@@ -92,10 +101,10 @@ def reward_html(reward: "RewardView", csrf_input: str) -> str:
         else ""
     )
     return (
-        f'<form class="{_e(reward.form_class)}" id="{_e(reward.dom_id)}" method="post" '
+        f'<form class="{reward.form_class}" id="{_e(reward.dom_id)}" method="post" '
         f'action="{url}" hx-post="{url}" hx-swap="outerHTML">{csrf_input}'
         f'<input class="reward-num" type="number" step="any" name="value" '
-        f'value="{_e(reward.field_value)}" placeholder="{_e(reward.placeholder)}" '
+        f'value="{value}" placeholder="{reward.placeholder}" '
         f'aria-label="Reward (any number)"{invalid}>\n'
         '<button class="reward-set" name="action" value="set" title="Set this number">'
         "Set</button>\n"
@@ -112,9 +121,12 @@ def reward_html(reward: "RewardView", csrf_input: str) -> str:
 def body_html(b: "BlockView", frame: Frame) -> str:
     """The block's body (the `block_body` partial): its preview and "Show all", or the
     whole of it and "Fold"."""
-    bid = _e(b.id)
+    return _body(b, frame, _e(b.id), _e(b.full_url))
+
+
+def _body(b: "BlockView", frame: Frame, bid: str, full: str) -> str:
+    """`body_html`, given the block's id and full URL escaped."""
     if b.folded:
-        full = _e(b.full_url)
         more = (
             f'<a class="show-all" href="{full}" hx-get="{full}" hx-target="#body-{bid}" '
             f'hx-swap="outerHTML">Show all ({_e(b.size)})</a>'
@@ -122,8 +134,7 @@ def body_html(b: "BlockView", frame: Frame) -> str:
     elif frame.unfolded:
         more = (
             f'<a class="show-all fold-again" href="{_e(b.permalink)}" '
-            f'hx-get="{_e(b.full_url)}?fold=1" hx-target="#body-{bid}" '
-            'hx-swap="outerHTML">Fold</a>'
+            f'hx-get="{full}?fold=1" hx-target="#body-{bid}" hx-swap="outerHTML">Fold</a>'
         )
     else:
         more = ""
@@ -147,9 +158,8 @@ def raw_slot_html(b: "BlockView") -> str:
     return f'<div class="raw-slot" id="raw-{bid}">{inner}</div>'
 
 
-def drawer_foot_html(b: "BlockView", frame: Frame) -> str:
-    bid = _e(b.id)
-    full = _e(b.full_url)
+def _drawer_foot(b: "BlockView", frame: Frame, bid: str, full: str) -> str:
+    """The drawer's last line: the block's id, kind and links."""
     out = f'<p class="drawer-foot small"><code>{bid}</code> · {_e(b.sub_type)}'
     if b.has_text_view:
         out += (
@@ -173,15 +183,15 @@ def drawer_body_html(b: "BlockView", frame: Frame) -> str:
     return (
         f'<div class="drawer-body" id="drawer-{_e(b.id)}">\n'
         f"<h4>metadata</h4>{b.metadata}<h4>extra</h4>{b.extra}<h4>raw{size}</h4>\n"
-        f"{raw_slot_html(b)}\n{drawer_foot_html(b, frame)}</div>"
+        f"{raw_slot_html(b)}\n{_drawer_foot(b, frame, _e(b.id), _e(b.full_url))}</div>"
     )
 
 
 def block_html(b: "BlockView", frame: Frame) -> str:
     """A block's <article> (the `block` partial): head, labels, body, drawer."""
-    bid = _e(b.id)
-    head = [
-        f'<article class="{_e(b.classes)}" id="{bid}" data-block tabindex="-1">\n'
+    bid, full = _e(b.id), _e(b.full_url)
+    head = [  # its classes are of a fixed vocabulary (BlockView.classes)
+        f'<article class="{b.classes}" id="{bid}" data-block tabindex="-1">\n'
         f'<header class="block-head"><img class="kind-icon" src="{_e(b.icon_url)}" alt="" '
         f'width="14" height="14">{b.head_html}'
     ]
@@ -190,11 +200,11 @@ def block_html(b: "BlockView", frame: Frame) -> str:
         head.append(f'<span class="badge warn"{title}>{_e(label)}</span>')
     for badge in b.badges:
         head.append(f'<span class="badge">{_e(badge)}</span>')
-    number = f" to block {_e(b.number)}" if b.number else ""
+    number = f" to block {b.number}" if b.number else ""  # an int
     head.append(
         f'\n<span class="head-tools">{reward_html(b.reward, frame.csrf_input)}'
         f'<a class="permalink" href="{_e(b.permalink)}" title="Permalink{number}">'
-        f"#{_e(b.number) if b.number else ''}</a></span></header>\n"
+        f"#{b.number if b.number else ''}</a></span></header>\n"
     )
     if b.labels:
         names = "".join(
@@ -202,7 +212,7 @@ def block_html(b: "BlockView", frame: Frame) -> str:
             for name in b.labels
         )
         head.append(f'<p class="block-labels">{names}</p>')
-    head.append(f"\n{body_html(b, frame)}\n")
+    head.append(f"\n{_body(b, frame, bid, full)}\n")
     if b.drawer:
         opened = " open" if frame.block_page else ""
         head.append(
@@ -211,10 +221,10 @@ def block_html(b: "BlockView", frame: Frame) -> str:
         )
     else:  # its contents come when it opens: the drawer_body partial of the block's view
         head.append(
-            f'<details class="drawer" hx-get="{_e(b.full_url)}" hx-trigger="toggle once" '
+            f'<details class="drawer" hx-get="{full}" hx-trigger="toggle once" '
             f'hx-target="#drawer-{bid}" hx-swap="outerHTML"><summary title="Metadata, raw '
             f'and extra">details</summary><div class="drawer-body" id="drawer-{bid}">'
-            f"{drawer_foot_html(b, frame)}</div></details>\n"
+            f"{_drawer_foot(b, frame, bid, full)}</div></details>\n"
         )
     head.append("</article>")
     return "".join(head)
@@ -281,3 +291,29 @@ def rows_html(rows: list["RowView"], frame: Frame) -> str:
             out.extend(row_html(repeat, frame) for repeat in row.repeats)
             out.append("\n      </details>")
     return "".join(out)
+
+
+class Deferred:
+    """HTML kept out of the template engine's strings: a tag leaves a marker in its place
+    (`put`), and the view puts the HTML into the response's bytes (`fill`). A chunk's
+    rows are most of a page (~0.8 MB): each level of template that holds them copied them
+    again, and content in wide characters (CJK, emoji) widened the whole page before it
+    was encoded."""
+
+    def __init__(self) -> None:
+        self.parts: dict[bytes, str] = {}
+
+    def put(self, html: str) -> str:
+        # Content cannot forge a marker: it is escaped, and the marker is random.
+        marker = f"<!--deferred-{secrets.token_hex(8)}-->"
+        self.parts[marker.encode()] = html
+        return marker
+
+    def fill(self, response: Any) -> Any:
+        content = response.content
+        for marker, html in self.parts.items():
+            before, found, after = content.partition(marker)
+            if found:
+                content = b"".join((before, html.encode(), after))
+        response.content = content
+        return response
