@@ -21,6 +21,9 @@ deleted at the end and the server is always stopped.
   orjson, in this process (median of 5); then the same tree a page at a time
   (`?limit=200` messages, following `next_cursor`): the first page against one indexed
   query for its rows, and the walk through every page (each block once).
+- explorer push: about ten clients at once pushing multi-trace requests with dozens of
+  inline PNGs to Invariant Explorer's POST /api/v1/push/trace (benchmarks/explorer_push.py);
+  the p99 of their answer times against the client's 5 s timeout.
 """
 
 import http.client
@@ -46,6 +49,7 @@ import orjson
 from django.conf import settings
 from django.db import connection
 
+from benchmarks.explorer_push import explorer_pushes, render_pushes
 from benchmarks.import_bench import Phase, delete_organization_rows, floor_write, in_child
 from benchmarks.synthetic import generate
 from traces.models import ApiKey, Block
@@ -81,6 +85,15 @@ def add_arguments(parser: ArgumentParser) -> None:
     )
     parser.add_argument(
         "--stitched-blocks", type=int, default=10_000, help="blocks of the stitched trace"
+    )
+    parser.add_argument(
+        "--explorer-clients", type=int, default=10, help="Explorer clients pushing at once"
+    )
+    parser.add_argument(
+        "--explorer-requests", type=int, default=5, help="pushes each Explorer client sends"
+    )
+    parser.add_argument(
+        "--explorer-images", type=int, default=36, help="inline PNGs in each Explorer push"
     )
     parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes")
     parser.add_argument("--threads", type=int, default=4, help="gunicorn threads per worker")
@@ -658,13 +671,21 @@ def run(options: Mapping[str, Any], log: Callable[[str], None]) -> str:
                     api.close()  # idle past the server's keep-alive: the next call reconnects
                     log(f"stitched: writing and reading a {stitched_blocks}-block trace ...")
                     stitched = _stitched(api, stitched_file, stitched_blocks)
+                    log(f"explorer push: {options['explorer_clients']} clients at once ...")
+                    pushes = explorer_pushes(
+                        port=server.port, secret=key.secret, dataset=f"explorer-{tag}",
+                        clients=_positive(options, "explorer_clients"),
+                        requests=_positive(options, "explorer_requests"),
+                        traces=3, images=_positive(options, "explorer_images"),
+                    )  # fmt: skip
                 finally:
                     api.close()
     finally:
         log("cleaning up ...")
         ApiKey.objects.filter(organization=organization).delete()
         delete_organization_rows(organization)
-    return _render(latency, batch, floor, stitched, workers, threads)
+    report = _render(latency, batch, floor, stitched, workers, threads)
+    return "\n".join([report, *render_pushes(pushes, percentile)])
 
 
 def _verdict(ratio: float, target: float, at_most: bool) -> str:

@@ -36,6 +36,7 @@ from benchmarks.realruns import DEFAULT_DATA, Generated, generate_long_trace, ge
 from traces import ids, jsontext
 from traces.bulk import BLOCK_COLUMNS, TRACE_COLUMNS, adapt_datetime, insert_rows
 from traces.models import (
+    Annotation,
     ApiKey,
     Block,
     Dataset,
@@ -43,6 +44,7 @@ from traces.models import (
     Membership,
     Organization,
     Trace,
+    TraceEvent,
     TraceImage,
 )
 from traces.services.imports import FLUSH_ROWS, trace_import
@@ -355,12 +357,13 @@ def _maxrss() -> int:
 def delete_organization_rows(organization: Organization) -> None:
     """Delete every row the benchmark wrote, with plain SQL (no row-by-row cascade)."""
     qn = connection.ops.quote_name
-    block, trace, dataset, org, key, member, image, link = (
+    block, trace, dataset, org, key, member, image, link, events, notes = (
         qn(m._meta.db_table)
-        for m in (Block, Trace, Dataset, Organization, ApiKey, Membership, Image, TraceImage)
-    )
+        for m in (Block, Trace, Dataset, Organization, ApiKey, Membership, Image, TraceImage,
+                  TraceEvent, Annotation)
+    )  # fmt: skip
     with transaction.atomic(), connection.cursor() as cursor:
-        for table in (link, block):
+        for table in (link, notes, events, block):
             cursor.execute(
                 f"DELETE FROM {table} WHERE trace_id IN "
                 f"(SELECT id FROM {trace} WHERE organization_id = %s)",

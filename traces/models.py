@@ -27,6 +27,20 @@ def _parent_presence() -> Q:
     return Q(**rooted, parent__isnull=True) | (~Q(**rooted) & Q(parent__isnull=False))
 
 
+class RandomUUID(models.Func):
+    """A new random UUID made by the database: the default of a trace's `uuid` for the
+    raw bulk inserts (imports, benchmarks) that do not name the column. SQLite keeps a
+    UUID as its 32 hex digits."""
+
+    output_field = models.UUIDField()
+
+    def as_postgresql(self, compiler, connection, **extra_context):
+        return "gen_random_uuid()", []
+
+    def as_sqlite(self, compiler, connection, **extra_context):
+        return "(lower(hex(randomblob(16))))", []
+
+
 # Decision, numbers: a reward counts only as a finite number within ±REWARD_LIMIT, so
 # that every aggregate of the pages stays finite whatever is stored (PostgreSQL's AVG
 # keeps a running sum of squares: one reward of 1e200 overflows it). The bound leaves
@@ -147,7 +161,9 @@ class Trace(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     # The id Invariant Explorer's clients know it by (/api/v1); /v1 and the pages keep `id`.
-    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    uuid = models.UUIDField(
+        default=uuid.uuid4, db_default=RandomUUID(), unique=True, editable=False
+    )
 
     class Meta:
         constraints = [

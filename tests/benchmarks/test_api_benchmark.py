@@ -43,6 +43,9 @@ def test_api_benchmark_runs_at_a_tiny_size() -> None:
         "--requests", "20",
         "--batch-blocks", "2000",
         "--stitched-blocks", "500",
+        "--explorer-clients", "3",
+        "--explorer-requests", "2",
+        "--explorer-images", "6",
         stdout=out,
         stderr=StringIO(),
     )  # fmt: skip
@@ -60,6 +63,8 @@ def test_api_benchmark_runs_at_a_tiny_size() -> None:
     floor = re.search(r"import floor +(\d+) blocks", text, re.M)
     assert sent and floor and int(sent[1]) == int(floor[1]) >= 2000, text
     assert re.search(r"^stitched: a 500-block trace", text, re.M), text
+    assert re.search(r"^  6 requests in [\d.]+ s, 0 failed$", text, re.M), text
+    assert re.search(r"^explorer push p99: [\d.]+ s \(target < 5 s\) PASS$", text, re.M), text
     assert not Organization.objects.exists()
     assert not ApiKey.objects.exists()
     assert not Dataset.objects.exists()

@@ -135,3 +135,17 @@ def test_push_without_a_key_is_401_and_with_a_viewer_key_401(org):
 def test_health_answers_200_without_a_slash_redirect(client):
     assert client.get("/api/v1/").status_code == 200
     assert client.get("/api/v1").status_code == 200
+
+
+def test_an_append_at_the_end_of_a_long_trace_writes_only_its_own_rows(
+    inv, pushed, django_assert_max_num_queries
+):
+    events = [{"role": "user" if n % 2 else "assistant", "content": f"e{n}"} for n in range(300)]
+    trace_id = pushed(events=events)
+    body = {"messages": [{"role": "user", "content": "last"}]}
+    with django_assert_max_num_queries(30):  # a bound that does not grow with the trace
+        response = inv.post(f"/api/v1/trace/{trace_id}/messages", body, format="json")
+    assert response.status_code == 200
+    trace = Trace.objects.get(uuid=trace_id)
+    assert trace.block_count == 301
+    assert TraceEvent.objects.get(trace=trace, position=300).first_block == 301

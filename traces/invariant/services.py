@@ -43,8 +43,8 @@ from traces.models import (
     TraceEvent,
     TraceImage,
 )
+from traces.order import Placer, count_places, stitched_places
 from traces.services.annotations import trace_reward
-from traces.services.blocks import trace_order_refill
 from traces.services.datasets import dataset_get_or_create, dataset_lock
 from traces.trials import trace_task_trial
 from traces.validation import check_accuracy
@@ -194,18 +194,35 @@ def _images_link(trace: Trace, images: dict[str, tuple[str, bytes]]) -> None:
 
 def _counts_refresh(trace: Trace) -> None:
     """The trace's stitched order, numbers and counts again (traces/order.py), and each
-    event's first block number, after its blocks changed."""
-    trace_order_refill(trace=trace)
-    blocks = Block.objects.filter(trace=trace)
-    Trace.objects.filter(pk=trace.pk).update(
-        block_count=blocks.count(), tool_errors=blocks.filter(is_error=True).count()
+    event's first block number, after its blocks changed. Only the rows whose place or
+    number changed are written: an append at the end writes its new blocks' places, not
+    every block's again."""
+    rows = list(
+        Block.objects.filter(trace=trace)
+        .order_by("created_at", "id")
+        .values_list("id", "sub_type", "parent_id", "result_seq", "turn", "act", "step", "number")
     )
-    number = 1
-    events = list(TraceEvent.objects.filter(trace=trace).order_by("position"))
-    for event in events:
-        event.first_block = number if event.block_count else None
+    index = {row[0]: n for n, row in enumerate(rows)}
+    places = stitched_places([(r[1], index.get(r[2]), r[3]) for r in rows])
+    changed = [
+        Block(id=row[0], turn=place.turn, act=place.act, step=place.step, number=n + 1)
+        for n, (row, place) in enumerate(zip(rows, places, strict=True))
+        if row[4:] != (place.turn, place.act, place.step, n + 1)
+    ]
+    Block.objects.bulk_update(changed, ["turn", "act", "step", "number"], batch_size=500)
+    errors = Block.objects.filter(trace=trace, is_error=True).count()
+    Trace.objects.filter(pk=trace.pk).update(
+        block_count=len(rows), tool_errors=errors,
+        block_counts=count_places([r[1] for r in rows], places),
+    )  # fmt: skip
+    number, moved = 1, []
+    for event in TraceEvent.objects.filter(trace=trace).order_by("position"):
+        first = number if event.block_count else None
+        if event.first_block != first:
+            event.first_block = first
+            moved.append(event)
         number += event.block_count
-    TraceEvent.objects.bulk_update(events, ["first_block"], batch_size=1000)
+    TraceEvent.objects.bulk_update(moved, ["first_block"], batch_size=500)
 
 
 # --- annotations ------------------------------------------------------------------------
@@ -266,31 +283,88 @@ def explorer_annotation_update(
 # --- traces -----------------------------------------------------------------------------
 
 
-def _trace_new(
-    *, organization: Organization, dataset: Dataset | None, index: int, metadata: dict,
-    events: list[_Event], uuid: Any, writer: Writer, notes: Sequence[Any],
-    images: dict[str, FoundImage], name: str | None = None,
+@dataclass
+class _NewTrace:
+    """A trace read and converted before the dataset's lock is taken, so that the lock is
+    held only while its rows are written."""
+
+    uuid: Any
+    metadata: dict[str, Any]
+    events: list[_Event]
+    images: dict[str, tuple[str, bytes]]  # sha -> (mime type, bytes)
+    drafts: list[BlockDraft]
+
+
+def _new_trace(events: Sequence[Any], metadata: dict, dataset_name: str | None) -> _NewTrace:
+    uuid, found = uuid4(), {}
+    prepared = _prepared(events, _linker(dataset_name, uuid), found)
+    drafts: list[BlockDraft] = []
+    converted = events_to_blocks(
+        [e.for_blocks for e in prepared], location={}, limits=Limits.for_import(),
+        images=True, emit=drafts.append,
+    )  # fmt: skip
+    images = {sha: (i.mime_type, i.data) for sha, i in found.items()}
+    images.update({sha: (i.mime_type, i.data) for sha, i in converted.images.items()})
+    return _NewTrace(uuid, metadata, prepared, images, drafts)
+
+
+def _fresh_blocks(trace: Trace, drafts: list[BlockDraft]) -> tuple[list[Block], Counter, dict]:
+    """A new trace's blocks, placed in the stitched order as they come (traces/order.py)
+    and numbered; a block whose parent the converter left out is left out too. Their rows,
+    the blocks of each event, and the counts per kind."""
+    placer, rows, per_event, index = Placer(), [], Counter(), {}
+    now = timezone.now()
+    for draft in drafts:
+        parent = None
+        if draft.parent_id is not None:
+            parent = index.get(draft.parent_id)
+            if parent is None:
+                continue
+        i = draft.metadata.get("event_index", 0)
+        place = placer.add(draft.sub_type, parent, draft.result_seq)
+        index[draft.id] = len(rows)
+        rows.append(
+            Block(
+                id=draft.id, trace=trace, block_type=draft.block_type, sub_type=draft.sub_type,
+                parent_id=draft.parent_id, payload=draft.payload, metadata=draft.metadata,
+                raw=draft.raw, extra=draft.extra, call_id=draft.call_id,
+                result_seq=draft.result_seq, is_error=draft.is_error,
+                created_at=_block_time(trace.created_at, i, per_event[i]), updated_at=now,
+                turn=place.turn, act=place.act, step=place.step, number=len(rows) + 1,
+            )
+        )  # fmt: skip
+        per_event[i] += 1
+    return rows, per_event, placer.counts
+
+
+def _trace_write(
+    new: _NewTrace, *, organization: Organization, dataset: Dataset | None, index: int,
+    writer: Writer, notes: Sequence[Any], name: str | None = None,
 ) -> Trace:  # fmt: skip
-    name = name or (metadata.get("name") if isinstance(metadata.get("name"), str) else "")
-    name = name or f"Run {index}"
+    metadata = new.metadata
+    name = name or (metadata["name"] if _named(metadata) else f"Run {index}")
     task, trial = trace_task_trial(metadata=metadata)
     trace = Trace.objects.create(
-        uuid=uuid, organization=organization, dataset=dataset, index=index, name=name[:500],
-        metadata=metadata, reward=_reward(metadata), task=task, trial=trial,
+        uuid=new.uuid, organization=organization, dataset=dataset, index=index,
+        name=name[:500], metadata=metadata, reward=_reward(metadata), task=task, trial=trial,
     )  # fmt: skip
-    written = _blocks_write(trace, [e.for_blocks for e in events], set(range(len(events))), {})
-    TraceEvent.objects.bulk_create(
-        [
+    rows, per_event, counts = _fresh_blocks(trace, new.drafts)
+    Block.objects.bulk_create(rows, batch_size=500)
+    first, events = 1, []
+    for n, e in enumerate(new.events):
+        events.append(
             TraceEvent(
                 trace=trace, position=n, event=e.stored, timestamp=e.timestamp,
-                block_count=len(written.get(n, [])),
+                block_count=per_event[n], first_block=first if per_event[n] else None,
             )
-            for n, e in enumerate(events)
-        ],
-        batch_size=500,
-    )  # fmt: skip
-    _images_link(trace, {sha: (i.mime_type, i.data) for sha, i in images.items()})
-    _counts_refresh(trace)
+        )  # fmt: skip
+        first += per_event[n]
+    TraceEvent.objects.bulk_create(events, batch_size=500)
+    _images_link(trace, new.images)
+    errors = sum(1 for b in rows if b.is_error)
+    Trace.objects.filter(pk=trace.pk).update(
+        block_count=len(rows), tool_errors=errors, block_counts=counts
+    )
     if notes:
         annotations_add(trace=trace, notes=notes, writer=writer)
     return trace
@@ -321,38 +395,41 @@ def explorer_traces_push(
     race-free), with gapless indices taken under the dataset's lock; else as snippets."""
     if dataset_name is not None:
         explorer_name_check(dataset_name)
-    prepared = []
+    news = []
     for n, events in enumerate(messages):
         meta = metadata[n] if metadata is not None else None
-        meta = dict(meta) if isinstance(meta, dict) else {}
-        uuid, images = uuid4(), {}
-        link = _linker(dataset_name, uuid)
-        prepared.append((uuid, meta, _prepared(events, link, images), images))
+        news.append(_new_trace(events, dict(meta) if isinstance(meta, dict) else {}, dataset_name))
     dataset = None
     with transaction.atomic():
+        # The rows are written first, outside the dataset; the dataset's lock is taken
+        # last, only to give them their indices: concurrent pushes wait for each other
+        # that long, not for each other's writes.
+        traces = [
+            _trace_write(
+                new,
+                organization=organization,
+                dataset=None,
+                index=0,
+                writer=writer,
+                notes=(annotations[n] if annotations is not None else None) or [],
+            )  # fmt: skip
+            for n, new in enumerate(news)
+        ]
         if dataset_name is not None:
             dataset, _ = dataset_get_or_create(organization=organization, name=dataset_name)
             dataset = dataset_lock(dataset=dataset)
-            index = _next_index(dataset)
-        traces = []
-        for n, (uuid, meta, events, images) in enumerate(prepared):
-            notes = annotations[n] if annotations is not None else None
-            traces.append(
-                _trace_new(
-                    organization=organization,
-                    dataset=dataset,
-                    index=index + n if dataset is not None else 0,
-                    metadata=meta,
-                    events=events,
-                    uuid=uuid,
-                    writer=writer,
-                    notes=notes or [],
-                    images=images,
-                )  # fmt: skip
-            )
-        if dataset is not None:
+            first = _next_index(dataset)
+            for n, trace in enumerate(traces):
+                trace.dataset, trace.index = dataset, first + n
+                if not _named(news[n].metadata):
+                    trace.name = f"Run {trace.index}"
+                trace.save(update_fields=["dataset", "index", "name"])
             dataset.save(update_fields=["updated_at"])
     return traces, dataset
+
+
+def _named(metadata: dict) -> bool:
+    return isinstance(metadata.get("name"), str) and bool(metadata["name"])
 
 
 def _linker(dataset_name: str | None, uuid: Any):
@@ -401,19 +478,7 @@ def explorer_messages_append(
                 old_blocks[position] = existing.get(old[k].position, [])
         written = _blocks_write(trace, merged_events, fresh, old_blocks)
         _moved_blocks_restamp(trace, order, old, old_blocks)
-        TraceEvent.objects.filter(trace=trace).delete()
-        TraceEvent.objects.bulk_create(
-            [
-                TraceEvent(
-                    trace=trace, position=p,
-                    event=new[k].stored if is_new else old[k].event,
-                    timestamp=new[k].timestamp if is_new else old[k].timestamp,
-                    block_count=len(written.get(p, [])) if is_new else old[k].block_count,
-                )
-                for p, (is_new, k) in enumerate(order)
-            ],
-            batch_size=500,
-        )  # fmt: skip
+        _events_merge(trace, order, old, new, written)
         _images_link(trace, {sha: (i.mime_type, i.data) for sha, i in images.items()})
         _counts_refresh(trace)
         if annotations:
@@ -421,6 +486,32 @@ def explorer_messages_append(
         Trace.objects.filter(pk=trace.pk).update(updated_at=now)
         if trace.dataset_id:
             Dataset.objects.filter(pk=trace.dataset_id).update(updated_at=now)
+
+
+def _events_merge(
+    trace: Trace, order: list[tuple[bool, int]], old: list[TraceEvent], new: list[_Event],
+    written: dict[int, list[str]],
+) -> None:  # fmt: skip
+    """The merged events in the table: the stored ones that an append moved get their new
+    position (highest first, so that no two share one meanwhile), the new ones are added.
+    An append after every stored event (the usual case) moves none."""
+    moved = sorted(
+        ((old[k], p) for p, (is_new, k) in enumerate(order) if not is_new and old[k].position != p),
+        key=lambda pair: -pair[1],
+    )
+    for event, position in moved:
+        TraceEvent.objects.filter(pk=event.pk).update(position=position)
+    TraceEvent.objects.bulk_create(
+        [
+            TraceEvent(
+                trace=trace, position=p, event=new[k].stored, timestamp=new[k].timestamp,
+                block_count=len(written.get(p, [])),
+            )
+            for p, (is_new, k) in enumerate(order)
+            if is_new
+        ],
+        batch_size=500,
+    )  # fmt: skip
 
 
 def _moved_blocks_restamp(

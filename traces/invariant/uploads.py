@@ -4,20 +4,18 @@ first, then all of it written in one transaction, or nothing."""
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
-from uuid import uuid4
 
 from django.db import transaction
 from django.utils import timezone
 
 from traces import jsontext
 from traces.errors import BadRequest
-from traces.invariant.events import FoundImage
 from traces.invariant.services import (
     Writer,
-    _linker,
+    _new_trace,
+    _NewTrace,
     _next_index,
-    _prepared,
-    _trace_new,
+    _trace_write,
     explorer_name_check,
 )
 from traces.models import Dataset, Organization
@@ -129,11 +127,7 @@ def explorer_dataset_upload(
 ) -> Dataset:
     explorer_name_check(name)
     file_metadata, lines = explorer_lines_read(data)
-    prepared = []
-    for line in lines:
-        uuid, images = uuid4(), {}
-        events = _prepared(line.events, _linker(name, uuid), images)
-        prepared.append((line, uuid, events, images))
+    prepared = [(line, _new_trace(line.events, line.metadata, name)) for line in lines]
     with transaction.atomic():
         dataset, created = dataset_get_or_create(organization=organization, name=name)
         dataset = dataset_lock(dataset=dataset)
@@ -154,18 +148,17 @@ def explorer_dataset_upload(
 
 def _write_lines(
     dataset: Dataset, organization: Organization,
-    prepared: list[tuple[_Line, Any, list, dict[str, FoundImage]]], writer: Writer,
+    prepared: list[tuple[_Line, _NewTrace]], writer: Writer,
 ) -> None:  # fmt: skip
-    given = {line.index for line, *_ in prepared if line.index is not None}
+    given = {line.index for line, _ in prepared if line.index is not None}
     counter = _next_index(dataset)
-    for line, uuid, events, images in prepared:
+    for line, new in prepared:
         index = line.index
         if index is None:
             while counter in given:
                 counter += 1
             index, counter = counter, counter + 1
-        _trace_new(
-            organization=organization, dataset=dataset, index=index, metadata=line.metadata,
-            events=events, uuid=uuid, writer=writer, notes=line.annotations, images=images,
-            name=line.name,
+        _trace_write(
+            new, organization=organization, dataset=dataset, index=index, writer=writer,
+            notes=line.annotations, name=line.name,
         )  # fmt: skip

@@ -17,6 +17,7 @@ import django.db.models.deletion
 from django.db import migrations, models
 
 import traces.jsontext
+import traces.models
 from traces.migrations._parent_same_trace import recreate_sqlite_triggers
 
 WITH_UUID = ("Dataset", "Trace", "Annotation")
@@ -41,10 +42,12 @@ def uuid_added(name: str) -> migrations.AddField:
 
 
 def uuid_made_unique(name: str) -> migrations.AlterField:
+    # A trace's also has a database default: bulk inserts of traces do not name it.
+    more = {"db_default": traces.models.RandomUUID()} if name == "Trace" else {}
     return migrations.AlterField(
         model_name=name.lower(),
         name="uuid",
-        field=models.UUIDField(default=uuid.uuid4, editable=False, unique=True),
+        field=models.UUIDField(default=uuid.uuid4, editable=False, unique=True, **more),
     )
 
 
