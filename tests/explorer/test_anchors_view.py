@@ -227,3 +227,17 @@ def test_the_notes_cost_the_page_two_queries_whatever_their_number(
         viewer.get(reverse("trace", args=[trace.pk]))
     events = [q for q in captured.captured_queries if "traces_traceevent" in q["sql"]]
     assert len(events) == 2  # the named events, and whether the trace has any
+
+
+def test_a_huge_explorer_note_costs_the_page_a_few_kilobytes(org, trace):
+    # Explorer's API keeps content, address and extra_metadata unbounded (spec 2.5).
+    huge = "x" * 1_000_000
+    Annotation.objects.create(
+        trace=trace, comment=huge, address="messages[3].content:0-5" + "9" * 100_000,
+        extra_metadata={"log": huge},
+    )  # fmt: skip
+    page = signed_in(org, "viewer").get(reverse("trace", args=[trace.pk])).content.decode()
+    assert len(page) < 100_000
+    [note] = [n for n in _island(page)["notes"] if n["comment"].startswith("xxx")]
+    assert note["comment"] == "x" * 4000 + " …"
+    assert len(note["address"]) == 202 and len(note["extra_metadata"]) == 4002

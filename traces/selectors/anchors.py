@@ -16,6 +16,14 @@ from traces.models import Annotation, Block, Trace, TraceEvent
 
 NOTES_MAX = 500  # addressed notes a page places (annotations_context lists 500 too)
 METADATA_SHOWN = 4000  # characters of a note's extra_metadata the page shows
+# ...of its comment and address: Explorer's API keeps both unbounded (spec 2.5), and 500
+# notes of a megabyte each must not make a megabyte page.
+COMMENT_SHOWN = 4000
+ADDRESS_SHOWN = 200
+
+
+def _cut(text: str, most: int) -> str:
+    return text if len(text) <= most else text[:most] + " …"
 
 
 @dataclass(frozen=True)
@@ -32,15 +40,15 @@ class AnchoredNote:
             text = value
         else:
             text = orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
-        return text if len(text) <= METADATA_SHOWN else text[:METADATA_SHOWN] + " …"
+        return _cut(text, METADATA_SHOWN)
 
     def island(self, *, author: str) -> dict[str, Any]:
         """What the page's script gets of the note (json_script: it builds text nodes)."""
         return {
             "id": self.annotation.pk,
             "block": self.place.block,
-            "address": self.annotation.address,
-            "comment": self.annotation.comment,
+            "address": _cut(self.annotation.address or "", ADDRESS_SHOWN),
+            "comment": _cut(self.annotation.comment, COMMENT_SHOWN),
             "author": author,
             "quote": self.place.quote,
             "hint": round(self.place.hint, 6),
