@@ -96,6 +96,13 @@ def test_a_member_comments_a_selected_range_and_finds_it_anchored_after_a_reload
     page.screenshot(path=str(shots(tmp_path) / "anchored-note.png"))
     page.locator(f"#{tool}").scroll_into_view_if_needed()
     page.screenshot(path=str(shots(tmp_path) / "anchored-tool-output.png"))
+    page.set_viewport_size({"width": 375, "height": 740})  # a phone: the notes stay inside
+    page.locator(f"#{answer}").scroll_into_view_if_needed()
+    width = page.evaluate(
+        "document.querySelector('aside.anchor-notes').getBoundingClientRect().right"
+    )
+    assert width <= 375
+    page.screenshot(path=str(shots(tmp_path) / "anchored-note-phone.png"))
     assert console_errors == []
 
 
