@@ -121,25 +121,29 @@ def reward_html(reward: "RewardView", csrf_input: str) -> str:
 def body_html(b: "BlockView", frame: Frame) -> str:
     """The block's body (the `block_body` partial): its preview and "Show all", or the
     whole of it and "Fold"."""
-    return _body(b, frame, _e(b.id), _e(b.full_url))
+    out: list[str] = []
+    _body_into(out, b, frame, _e(b.id), _e(b.full_url))
+    return "".join(out)
 
 
-def _body(b: "BlockView", frame: Frame, bid: str, full: str) -> str:
-    """`body_html`, given the block's id and full URL escaped."""
+def _body_into(out: list[str], b: "BlockView", frame: Frame, bid: str, full: str) -> None:
+    """`body_html` appended to `out`, given the block's id and full URL escaped."""
     if b.folded:
         more = (
             f'<a class="show-all" href="{full}" hx-get="{full}" hx-target="#body-{bid}" '
-            f'hx-swap="outerHTML">Show all ({_e(b.size)})</a>'
+            f'hx-swap="outerHTML">Show all ({_e(b.size)})</a></div>'
         )
     elif frame.unfolded:
         more = (
             f'<a class="show-all fold-again" href="{_e(b.permalink)}" '
-            f'hx-get="{full}?fold=1" hx-target="#body-{bid}" hx-swap="outerHTML">Fold</a>'
+            f'hx-get="{full}?fold=1" hx-target="#body-{bid}" hx-swap="outerHTML">Fold</a></div>'
         )
     else:
-        more = ""
+        more = "</div>"
     folded = " is-folded" if b.folded else ""
-    return f'<div class="block-body{folded}" id="body-{bid}">{b.body}{more}</div>'
+    out.append(f'<div class="block-body{folded}" id="body-{bid}">')
+    out.append(b.body)
+    out.append(more)
 
 
 def raw_slot_html(b: "BlockView") -> str:
@@ -189,20 +193,30 @@ def drawer_body_html(b: "BlockView", frame: Frame) -> str:
 
 def block_html(b: "BlockView", frame: Frame) -> str:
     """A block's <article> (the `block` partial): head, labels, body, drawer."""
+    out: list[str] = []
+    _block_into(out, b, frame)
+    return "".join(out)
+
+
+def _block_into(out: list[str], b: "BlockView", frame: Frame) -> None:
+    """`block_html`, appended to `out` in pieces (a page's rows are joined once: its
+    bodies are most of its bytes, and each join copies them)."""
     bid, full = _e(b.id), _e(b.full_url)
-    head = [  # its classes are of a fixed vocabulary (BlockView.classes)
+    out.append(  # its classes are of a fixed vocabulary (BlockView.classes)
         f'<article class="{b.classes}" id="{bid}" data-block tabindex="-1">\n'
         f'<header class="block-head"><img class="kind-icon" src="{_e(b.icon_url)}" alt="" '
-        f'width="14" height="14">{b.head_html}'
-    ]
+        'width="14" height="14">'
+    )
+    out.append(b.head_html)
     for label, why in b.warnings:
         title = f' title="{_e(why)}"' if why else ""
-        head.append(f'<span class="badge warn"{title}>{_e(label)}</span>')
+        out.append(f'<span class="badge warn"{title}>{_e(label)}</span>')
     for badge in b.badges:
-        head.append(f'<span class="badge">{_e(badge)}</span>')
+        out.append(f'<span class="badge">{_e(badge)}</span>')
     number = f" to block {b.number}" if b.number else ""  # an int
-    head.append(
-        f'\n<span class="head-tools">{reward_html(b.reward, frame.csrf_input)}'
+    out.append('\n<span class="head-tools">')
+    out.append(reward_html(b.reward, frame.csrf_input))
+    out.append(
         f'<a class="permalink" href="{_e(b.permalink)}" title="Permalink{number}">'
         f"#{b.number if b.number else ''}</a></span></header>\n"
     )
@@ -211,34 +225,34 @@ def block_html(b: "BlockView", frame: Frame) -> str:
             f'<a class="label-tag small" href="#annotations" title="label">{_shown(name)}</a> '
             for name in b.labels
         )
-        head.append(f'<p class="block-labels">{names}</p>')
-    head.append(f"\n{_body(b, frame, bid, full)}\n")
+        out.append(f'<p class="block-labels">{names}</p>')
+    out.append("\n")
+    _body_into(out, b, frame, bid, full)
+    out.append("\n")
     if b.drawer:
         opened = " open" if frame.block_page else ""
-        head.append(
+        out.append(
             f'<details class="drawer"{opened}><summary title="Metadata, raw and extra">'
-            f"details</summary>{drawer_body_html(b, frame)}</details>\n"
+            f"details</summary>{drawer_body_html(b, frame)}</details>\n</article>"
         )
     else:  # its contents come when it opens: the drawer_body partial of the block's view
-        head.append(
+        out.append(
             f'<details class="drawer" hx-get="{full}" hx-trigger="toggle once" '
             f'hx-target="#drawer-{bid}" hx-swap="outerHTML"><summary title="Metadata, raw '
             f'and extra">details</summary><div class="drawer-body" id="drawer-{bid}">'
-            f"{_drawer_foot(b, frame, bid, full)}</div></details>\n"
+            f"{_drawer_foot(b, frame, bid, full)}</div></details>\n</article>"
         )
-    head.append("</article>")
-    return "".join(head)
 
 
-def row_html(row: "RowView", frame: Frame) -> str:
+def _row_into(out: list[str], row: "RowView", frame: Frame) -> None:
     """One row of the lanes: its gutter, its message (or where it continues), its acts
     with their results."""
     dom_id = _e(row.dom_id)
     anchor = _e(row.message.id) if row.message is not None else dom_id
-    out = [
+    out.append(
         f'\n      <div class="row" id="{dom_id}">\n        <div class="gutter">'
         f'<a class="row-num" href="#{anchor}" title="Row {row.number}">{row.number}</a>'
-    ]
+    )
     if row.repeats:
         times = len(row.repeats) + 1
         out.append(
@@ -247,7 +261,7 @@ def row_html(row: "RowView", frame: Frame) -> str:
         )
     out.append('</div>\n        <div class="cell cell-message">')
     if row.message is not None:
-        out.append(block_html(row.message, frame))
+        _block_into(out, row.message, frame)
     else:
         out.append(
             f'<p class="row-continued faint">Row {row.number} continued: acts '
@@ -255,25 +269,22 @@ def row_html(row: "RowView", frame: Frame) -> str:
         )
     out.append('</div>\n        <div class="acts">')
     for act in row.acts:
-        out.append(
-            '\n          <div class="pair">\n            <div class="cell cell-act">'
-            f'{block_html(act.block, frame)}</div>\n            <div class="cell cell-observe">'
-            "\n              "
-        )
-        if act.results:
-            out.extend(block_html(result, frame) for result in act.results)
-        elif act.block.awaits_children:
+        out.append('\n          <div class="pair">\n            <div class="cell cell-act">')
+        _block_into(out, act.block, frame)
+        out.append('</div>\n            <div class="cell cell-observe">\n              ')
+        for result in act.results:
+            _block_into(out, result, frame)
+        if not act.results and act.block.awaits_children:
             out.append('<p class="no-result">no result</p>')
         out.append("\n            </div>\n          </div>")
     out.append("\n        </div>\n      </div>")
-    return "".join(out)
 
 
 def rows_html(rows: list["RowView"], frame: Frame) -> str:
     """A chunk's rows; turns folded under a repeated call after their first."""
-    out = []
+    out: list[str] = []
     for row in rows:
-        out.append(row_html(row, frame))
+        _row_into(out, row, frame)
         if row.repeats:
             last = row.repeats[-1]
             n = len(row.repeats)
@@ -288,7 +299,8 @@ def rows_html(rows: list["RowView"], frame: Frame) -> str:
                 f"time{'s' if n != 1 else ''} (rows {row.repeats[0].number}&ndash;"
                 f"{last.number}){badge}</summary>\n      "
             )
-            out.extend(row_html(repeat, frame) for repeat in row.repeats)
+            for repeat in row.repeats:
+                _row_into(out, repeat, frame)
             out.append("\n      </details>")
     return "".join(out)
 

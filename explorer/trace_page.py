@@ -229,12 +229,12 @@ class BlockView:
     @cached_property
     def full_url(self) -> str:
         """The block's own view (`block-full`)."""
-        return f"{self.trace_url}b/{quote(self.id, safe='')}/full"
+        return f"{self.trace_url}b/{_in_url(self.id)}/full"
 
     @cached_property
     def permalink(self) -> str:
         """The trace page opened at this block."""
-        return f"{self.trace_url}?focus={quote(self.id, safe='')}#{self.id}"
+        return f"{self.trace_url}?focus={_in_url(self.id)}#{self.id}"
 
 
 @dataclass
@@ -392,7 +392,7 @@ class PageRenderer:
         extra = node.get("extra")
         value = extra.get("reward") if isinstance(extra, dict) else None
         return RewardView(
-            url=f"{self.trace_url}b/{quote(node['id'], safe='')}/reward",
+            url=f"{self.trace_url}b/{_in_url(node['id'])}/reward",
             dom_id=f"reward-{node['id']}",
             value=value,
             can_edit=self.can_edit,
@@ -417,7 +417,7 @@ class PageRenderer:
         stored = [node.get(name) for name in ("payload", "metadata", "extra")]
         chars = max((len(v.text) for v in stored if isinstance(v, StoredJson)), default=0)
         size = size_label(chars) if chars else ""
-        url = f"{self.trace_url}b/{quote(node['id'], safe='')}/full"
+        url = f"{self.trace_url}b/{_in_url(node['id'])}/full"
         body = (
             f'<p class="no-text">A large block ({size}): '
             f'<a href="{url}">open it alone</a> to see it.</p>'
@@ -724,6 +724,15 @@ def _same_call(lead: RowView, row: RowView) -> bool:
 
 # A block whose drawer is loaded when it opens.
 _NO_DRAWER = {"metadata": "", "extra": "", "raw": None, "raw_size": "", "has_raw": False}
+
+
+_URL_SAFE = re.compile(r"[A-Za-z0-9_.~-]+")
+
+
+def _in_url(block_id: str) -> str:
+    """A block id as a path segment or query value (ours need no quoting: looked at
+    first, which costs a tenth of quoting)."""
+    return block_id if _URL_SAFE.fullmatch(block_id) else quote(block_id, safe="")
 
 
 def _stored_chars(value: Any) -> int:
