@@ -1,7 +1,9 @@
-"""Error pages: the API's JSON envelope under /v1/, HTML elsewhere."""
+"""Error pages: the API's JSON envelope under /v1/, Explorer's {"detail"} under /api/v1/,
+HTML elsewhere."""
 
 import sys
 
+from django.http import JsonResponse
 from django.views import defaults
 
 from explorer.busy import busy_response
@@ -9,6 +11,8 @@ from traces.api.errors import api_not_found, api_server_error, is_api_path
 
 
 def not_found(request, exception=None):
+    if request.path.startswith("/api/v1/"):  # Invariant Explorer's shape (traces/invariant)
+        return JsonResponse({"detail": "Not Found"}, status=404)
     if is_api_path(request):
         return api_not_found(request, exception)
     return defaults.page_not_found(request, exception)

@@ -149,3 +149,8 @@ def test_an_append_at_the_end_of_a_long_trace_writes_only_its_own_rows(
     trace = Trace.objects.get(uuid=trace_id)
     assert trace.block_count == 301
     assert TraceEvent.objects.get(trace=trace, position=300).first_block == 301
+
+
+def test_an_unknown_path_under_api_v1_is_404_in_explorers_shape(inv):
+    response = inv.get("/api/v1/no/such/route")
+    assert response.status_code == 404 and response.json() == {"detail": "Not Found"}

@@ -259,13 +259,20 @@ class AnnotationsListApi(ExplorerApi):
         return Response([selectors.annotation_out(a, trace=trace) for a in notes])
 
 
-class AnnotationUpdateApi(ExplorerApi):
-    def put(self, request, trace_id, annotation_id):
+class _OwnAnnotation(ExplorerApi):
+    def own_annotation(self, trace_id: str, annotation_id: str, verb: str):
+        """The trace and the annotation, if the caller wrote it (401 otherwise)."""
         self.signed_in()
         trace = self.trace(trace_id, Action.WRITE)
         note = selectors.explorer_annotation_get(trace=trace, annotation_id=annotation_id)
         if not selectors.is_author(note, self.actor):
-            raise Unauthorized("Unauthorized: only its author may change an annotation")
+            raise Unauthorized(f"Unauthorized: only its author may {verb} an annotation")
+        return trace, note
+
+
+class AnnotationUpdateApi(_OwnAnnotation):
+    def put(self, request, trace_id, annotation_id):
+        trace, note = self.own_annotation(trace_id, annotation_id, "change")
         data = self.body()
         note = services.explorer_annotation_update(
             annotation=note, content=data.get("content"), extra_metadata=data.get("extra_metadata")
@@ -273,13 +280,9 @@ class AnnotationUpdateApi(ExplorerApi):
         return Response(selectors.annotation_out(note, trace=trace))
 
 
-class AnnotationDeleteApi(ExplorerApi):
+class AnnotationDeleteApi(_OwnAnnotation):
     def delete(self, request, trace_id, annotation_id):
-        self.signed_in()
-        trace = self.trace(trace_id, Action.WRITE)
-        note = selectors.explorer_annotation_get(trace=trace, annotation_id=annotation_id)
-        if not selectors.is_author(note, self.actor):
-            raise Unauthorized("Unauthorized: only its author may delete an annotation")
+        _, note = self.own_annotation(trace_id, annotation_id, "delete")
         note.delete()
         return Response({"message": "deleted"})
 
