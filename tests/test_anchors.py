@@ -95,3 +95,28 @@ def test_a_selection_skips_keys_an_address_cannot_spell():
     )
     assert found == "messages[0].content[0].text:L0"
     assert address_parse(found).path == ("content", 0, "text")
+
+
+@pytest.mark.parametrize(
+    ("content", "quote", "expected"),
+    [
+        ("it is **really** done", "is really done", "messages[0].content:3-21"),
+        ("see [the docs](https://x.org/a) now", "the docs now", "messages[0].content:5-35"),
+        ("# Title\nbody", "Title body", "messages[0].content:2-12"),
+        ("it is **really** done", "is not done", None),
+    ],
+)
+def test_a_selection_across_markdown_the_page_drew_is_found_in_the_text(content, quote, expected):
+    event = {"role": "assistant", "content": content}
+    found = selection_address(
+        event_index=0, event=event, sub_type="MESSAGE", call=None, quote=quote, hint=0
+    )
+    assert found == expected
+
+
+def test_a_hostile_text_costs_the_markdown_match_linear_time():
+    event = {"role": "user", "content": "a" + " *" * 200_000 + " b"}
+    found = selection_address(
+        event_index=0, event=event, sub_type="MESSAGE", call=None, quote="a c", hint=0
+    )
+    assert found is None

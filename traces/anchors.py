@@ -110,25 +110,36 @@ def _candidates(event: Any, sub_type: str, call: int | None) -> Iterator[tuple[t
                 yield from _strings(event[key], (key,))
 
 
-def _matches(text: str, quote: str) -> list[tuple[int, int]]:
-    """Where `quote` is in `text`: exactly, else with any run of white space for each of its
-    own (a page's Markdown folds line breaks and spaces)."""
-    found, at = [], text.find(quote)
-    while at >= 0 and len(found) < 1000:
-        found.append((at, at + len(quote)))
-        at = text.find(quote, at + 1)
-    if found:
-        return found
-    words = quote.split()
-    if not words:
-        return []
-    pattern = re.compile(r"\s+".join(re.escape(w) for w in words))
+# Between two words a page shows, the stored text may hold white space the page folded,
+# or Markdown it drew instead of showing: emphasis, code ticks, headings, quotes, a link's
+# brackets and target. Each alternative starts with characters of its own: no backtracking.
+_FOLDED = r"\s+"
+_MARKUP = r"(?:[\s*_`~#>]|\]\([^)\s]*\)|\[)+"
+
+
+def _found(pattern: re.Pattern, text: str) -> list[tuple[int, int]]:
     spans = []
     for m in pattern.finditer(text):
         spans.append((m.start(), m.end()))
         if len(spans) >= 1000:
             break
     return spans
+
+
+def _matches(text: str, quote: str) -> list[tuple[int, int]]:
+    """Where `quote` is in `text`: exactly; else with white space folded between its words;
+    else with Markdown between them too (a page draws `**bold** [link](url)` as `bold
+    link`)."""
+    found, at = [], text.find(quote)
+    while at >= 0 and len(found) < 1000:
+        found.append((at, at + len(quote)))
+        at = text.find(quote, at + 1)
+    words = quote.split()
+    for between in (_FOLDED, _MARKUP):
+        if found or not words:
+            break
+        found = _found(re.compile(between.join(re.escape(w) for w in words)), text)
+    return found
 
 
 def spell(event_index: int, path: tuple[str | int, ...]) -> str:

@@ -46,10 +46,18 @@
     document.querySelectorAll("aside.anchor-notes").forEach((aside) => aside.remove());
   }
 
-  // The body's text as a reader sees it, white space runs as one space (or none at all,
-  // `bare`: JSON is drawn indented), and for each of its characters the text node and
-  // offset it comes from.
-  function flatten(body, bare) {
+  // How loosely a quote is compared with what the page drew, tried in this order: white
+  // space runs as one space (Markdown folds lines); no white space (JSON is drawn
+  // indented); no white space nor Markdown signs (the page drew `**bold**` as bold).
+  const LOOSE = [
+    { drop: null, quote: (q) => q.replace(/\s+/g, " ").trim() },
+    { drop: /\s/, quote: (q) => q.replace(/\s+/g, "") },
+    { drop: /[\s*_`~#>[\]]/, quote: (q) => q.replace(/\]\([^)\s]*\)/g, "").replace(/[\s*_`~#>[\]]/g, "") },
+  ];
+
+  // The body's text as a reader sees it, compared as `loose` says, and for each of its
+  // characters the text node and offset it comes from.
+  function flatten(body, loose) {
     const walker = document.createTreeWalker(body, NodeFilter.SHOW_TEXT, {
       acceptNode: (node) =>
         node.parentElement.closest(SKIP) ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT,
@@ -59,8 +67,9 @@
     for (let node = walker.nextNode(); node; node = walker.nextNode()) {
       const data = node.data;
       for (let i = 0; i < data.length; i++) {
+        if (loose.drop && loose.drop.test(data[i])) continue;
         const space = /\s/.test(data[i]);
-        if (space && (bare || text.endsWith(" "))) continue;
+        if (space && text.endsWith(" ")) continue;
         text += space ? " " : data[i];
         where.push([node, i]);
       }
@@ -69,8 +78,8 @@
   }
 
   // [start, end) of the quote's occurrence in `text` nearest `hint`; null if none.
-  function find(text, quote, hint, bare) {
-    const wanted = bare ? quote.replace(/\s+/g, "") : quote.replace(/\s+/g, " ").trim();
+  function find(text, quote, hint, loose) {
+    const wanted = loose.quote(quote);
     if (!wanted) return null;
     let best = null;
     for (let at = text.indexOf(wanted); at >= 0; at = text.indexOf(wanted, at + 1)) {
@@ -142,9 +151,9 @@
       if (!body) continue; // its block is not on the page (yet)
       let shown = false;
       if (note.quote && !note.why) {
-        for (const bare of [false, true]) {
-          const flat = flatten(body, bare);
-          const span = find(flat.text, note.quote, note.hint, bare);
+        for (const loose of LOOSE) {
+          const flat = flatten(body, loose);
+          const span = find(flat.text, note.quote, note.hint, loose);
           if (span) {
             highlight(flat, span[0], span[1], note.id);
             shown = true;

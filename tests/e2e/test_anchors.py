@@ -10,6 +10,7 @@ from playwright.sync_api import Page, expect
 
 from tests.e2e.test_trace_story import shots
 from tests.explorer.anchored import explorer_trace
+from traces.invariant.services import Writer, explorer_traces_push
 from traces.models import Annotation, Block, TraceEvent
 from traces.services.annotations import annotation_create
 
@@ -21,25 +22,29 @@ def _message_block(trace, position: int) -> str:
     return Block.objects.get(trace=trace, number=event.first_block).pk
 
 
-def _drag_over(page: Page, block_id: str, text: str) -> None:
-    """Select `text` in the block's body with the mouse, as a reader does."""
+def _drag_over(page: Page, block_id: str, text: str, until: str = "") -> None:
+    """Select `text` in the block's body with the mouse, as a reader does; or from `text`
+    to the end of `until`, in a text node of its own (a link's, say)."""
     box = page.evaluate(
-        """([id, text]) => {
+        """([id, text, until]) => {
              const body = document.querySelector(`#${id} > .block-body`);
              const walker = document.createTreeWalker(body, NodeFilter.SHOW_TEXT);
+             const range = document.createRange();
+             let started = false;
              for (let n = walker.nextNode(); n; n = walker.nextNode()) {
-               const at = n.data.indexOf(text);
+               const wanted = started ? until : text;
+               const at = n.data.indexOf(wanted);
                if (at < 0) continue;
-               const range = document.createRange();
-               range.setStart(n, at); range.setEnd(n, at + text.length);
-               const rects = range.getClientRects();
-               const first = rects[0], last = rects[rects.length - 1];
-               return {x1: first.left + 1, y1: first.top + first.height / 2,
-                       x2: last.right - 1, y2: last.top + last.height / 2};
+               if (!started) { range.setStart(n, at); started = true; }
+               if (!until || wanted === until) { range.setEnd(n, at + wanted.length); break; }
              }
-             return null;
+             if (!started) return null;
+             const rects = range.getClientRects();
+             const first = rects[0], last = rects[rects.length - 1];
+             return {x1: first.left + 1, y1: first.top + first.height / 2,
+                     x2: last.right - 1, y2: last.top + last.height / 2};
            }""",
-        [block_id, text],
+        [block_id, text, until],
     )
     assert box, f"{text!r} is not in block {block_id}"
     page.mouse.move(box["x1"], box["y1"])
@@ -106,7 +111,7 @@ def test_a_member_comments_a_selected_range_and_finds_it_anchored_after_a_reload
     assert console_errors == []
 
 
-def test_a_viewer_is_offered_no_comment_and_a_bad_typed_address_is_refused_in_the_form(
+def test_a_viewer_is_offered_no_comment_on_a_selection(
     page: Page, live_server, org, sign_in, console_errors
 ):
     from tests.conftest import user_in
@@ -140,3 +145,47 @@ def test_without_javascript_the_notes_are_listed_with_their_block_and_text(
     page_without_js.locator("#annotations").screenshot(
         path=str(shots(tmp_path) / "anchors-no-js.png")
     )
+
+
+def test_markdown_drawn_text_is_anchored_both_ways_and_a_stale_page_is_told_in_the_form(
+    page: Page, live_server, org, member, sign_in, console_errors, tmp_path
+):
+    events = [
+        {"role": "user", "content": "Is it **really** done?\nYes."},
+        {"role": "assistant", "content": "It is [done](https://x.org/d) now."},
+    ]
+    notes = [[{"content": "bold in the text", "address": "messages[0].content:6-16"}]]
+    [trace], _ = explorer_traces_push(
+        organization=org, messages=[events], annotations=notes, metadata=None,
+        dataset_name="md", writer=Writer(),
+    )  # fmt: skip
+    question, answer = _message_block(trace, 0), _message_block(trace, 1)
+    sign_in(page, member.username)
+    page.goto(f"{live_server.url}/t/{trace.pk}/")
+    expect(page.locator(f"#{question} mark.anchor-hl")).to_have_text("really")
+
+    _drag_over(page, answer, "is", until="now")  # from outside the link: a link drags
+    page.locator(".anchor-comment-button").click()
+    page.locator("form.anchor-composer textarea").fill("a link in the text")
+    page.locator("form.anchor-composer button[type=submit]").click()
+    expect(page.locator("form.anchor-composer")).to_have_count(0)
+    assert Annotation.objects.get(comment="a link in the text").address == (
+        "messages[1].content:3-33"
+    )
+    page.reload()
+    expect(page.locator(f"#{answer} mark.anchor-hl")).to_have_text(["is", "done", "now"])
+
+    # The trace changed under the page: the form says why, and stays.
+    _drag_over(page, question, "Yes.")
+    page.locator(".anchor-comment-button").click()
+    expect(page.locator(".anchor-comment-button")).to_be_hidden()  # the form took its place
+    TraceEvent.objects.filter(trace=trace).delete()
+    composer = page.locator("form.anchor-composer")
+    composer.locator("textarea").fill("too late")
+    composer.locator("button[type=submit]").click()
+    expect(composer.locator("#anchor-error")).to_contain_text("The note was not saved: block")
+    expect(composer.locator("#anchor-error")).to_contain_text("label the block instead")
+    expect(composer.locator("textarea")).to_have_value("too late")
+    page.screenshot(path=str(shots(tmp_path) / "anchor-refused.png"))
+    # The browser notes the 422 it was answered; nothing else went wrong.
+    assert [e for e in console_errors if "status of 422" not in e] == []
