@@ -127,6 +127,10 @@ def _arguments(name: str, names: list[str], world: dict[str, Any]) -> dict[str, 
         "object_id": _object_id(name, world),
         "id": str(world["user"].pk),
         "url": "nothing-here",
+        # Invariant Explorer's /api/v1 (traces/invariant): names, not ids
+        "dataset_name": "nul-sweep",
+        "username": "acme",
+        "name": "nul-sweep",
     }
     if name.startswith("admin:auth_"):
         values["app_label"] = "auth"

@@ -33,3 +33,17 @@ def test_the_page_v1_and_search_see_a_pushed_and_appended_trace(inv, owner_clien
     missing = owner_client.get(f"/d/{trace.dataset_id}/", {"q": "aardvark"})
     assert trace.name.encode() not in missing.content
     assert len(inv.get(f"/api/v1/trace/{trace_id}").json()["messages"]) == 4
+
+
+def test_a_trace_uploaded_through_the_pages_answers_its_events_rebuilt(inv, org):
+    import io
+    import json
+
+    from traces.services.imports import trace_import
+
+    data = json.dumps({"messages": EVENTS}).encode() + b"\n"
+    trace_import(organization=org, dataset_name="paged", files=[("a.jsonl", io.BytesIO(data))])
+    trace = Trace.objects.get(dataset__name="paged")
+    got = inv.get(f"/api/v1/trace/{trace.uuid}").json()
+    assert [e["role"] for e in got["messages"]] == ["user", "assistant", "tool"]
+    assert got["messages"][0] == EVENTS[0]

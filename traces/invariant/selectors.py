@@ -15,6 +15,7 @@ from traces.errors import NotFound
 from traces.invariant.events import event_inlined, event_truncated
 from traces.models import Annotation, Dataset, Image, Organization, Trace, TraceEvent
 from traces.policy import Actor, datasets_readable
+from traces.selectors.exports import trace_events as chat_events
 
 HIDDEN_TRACE_KEYS = ("uploader",)
 LINK = re.compile(r"/api/v1/trace/image/[^/]+/[^/]+/([0-9a-f]{64})\.png$")
@@ -139,8 +140,13 @@ def trace_extra_metadata(trace: Trace) -> dict[str, Any]:
 
 
 def trace_events(*, trace: Trace) -> list[Any]:
+    """The trace's events as pushed; for a trace that came in another way (an upload of
+    the pages, /v1), its events as the chat export rebuilds them from its blocks."""
     rows = TraceEvent.objects.filter(trace=trace).order_by("position")
-    return list(rows.values_list("event", flat=True))
+    events = list(rows.values_list("event", flat=True))
+    if events or not trace.block_count:
+        return events
+    return chat_events(trace=trace)
 
 
 def _hierarchy(trace: Trace) -> list:
