@@ -17,8 +17,9 @@ from traces.services.traces import trace_create
 pytestmark = pytest.mark.django_db
 
 
-def test_a_block_reads_the_same_written_listed_stitched_fetched_and_exported(org):
-    trace = trace_create(organization=org, dataset=None, name="one", metadata={})
+def _message_and_think(org, name: str):
+    """A trace of a user message (with raw and extra) and a think under it."""
+    trace = trace_create(organization=org, dataset=None, name=name, metadata={})
     written = block_create(
         trace=trace,
         block=BlockInput("MESSAGE", {"role": "user", "content": "hi"}, raw={"r": 1},
@@ -27,6 +28,11 @@ def test_a_block_reads_the_same_written_listed_stitched_fetched_and_exported(org
     [batched] = blocks_create_batch(
         trace=trace, blocks=[BlockInput("THINK", {"text": "hm"}, None, written["id"])]
     )
+    return trace, written, batched
+
+
+def test_a_block_reads_the_same_written_listed_stitched_fetched_and_exported(org):
+    trace, written, batched = _message_and_think(org, "one")
     assert list(written) == list(batched) == list(BLOCK_FIELDS)
     fetched = block_of(Block.objects.get(pk=written["id"]))
     [listed, _], _ = trace_blocks_page(trace=trace, cursor=None, limit=10, decode=True)
@@ -42,15 +48,7 @@ def test_a_block_reads_the_same_written_listed_stitched_fetched_and_exported(org
 
 
 def test_the_trace_pages_read_gives_the_payload_only_of_the_blocks_it_draws(org):
-    trace = trace_create(organization=org, dataset=None, name="page", metadata={})
-    message = block_create(
-        trace=trace,
-        block=BlockInput("MESSAGE", {"role": "user", "content": "hi"}, raw={"r": 1},
-                         extra={"reward": 1}),
-    )  # fmt: skip
-    blocks_create_batch(
-        trace=trace, blocks=[BlockInput("THINK", {"text": "hm"}, None, message["id"])]
-    )
+    trace, message, _ = _message_and_think(org, "page")
     Block.objects.filter(pk=message["id"]).update(rendered="kept", metadata={"m": 1})
     nodes = [
         node
