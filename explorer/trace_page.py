@@ -468,7 +468,11 @@ class PageRenderer:
             payload_text = node["payload"].text if isinstance(node["payload"], StoredJson) else ""
             if payload_text and not referenced_images(payload_text):
                 prefix = self._cache_prefix(kind)
-                self._renders.append((node["id"], prefix + jsontext.dumps(drawn)))
+                # Its fields as JSON, a line break, its body as it is (no JSON escapes to
+                # write or read in the largest part).
+                fields = {k: v for k, v in drawn.items() if k != "body"}
+                entry = f"{prefix}{jsontext.dumps(fields)}\n{drawn['body']}"
+                self._renders.append((node["id"], entry))
         return view
 
     def draws(self, node: dict[str, Any]) -> bool:
@@ -503,7 +507,9 @@ class PageRenderer:
     def _from_cache(self, node: dict[str, Any], cached: str) -> BlockView | None:
         """The view of a block the render cache holds; None if its metadata or extra is
         too large to decode now."""
-        drawn = orjson.loads(cached)  # as `block` wrote it
+        fields, _, body = cached.partition("\n")  # as `block` wrote it
+        drawn = orjson.loads(fields)
+        drawn["body"] = body
         # Only what the reader-dependent parts read is decoded: the marks' metadata keys,
         # the extra's reward.
         metadata, extra = node.get("metadata"), node.get("extra")

@@ -1,8 +1,10 @@
 """traces/services/block_renders.py: the trace page's render cache is written for the
-blocks of the trace it names, and never makes a page wait on another write."""
+blocks of the trace it names, and never makes a page wait on another write (SQLite's
+write lock, PostgreSQL's row locks)."""
 
 import time
 
+import psycopg
 import pytest
 from django.db import connection
 
@@ -53,3 +55,29 @@ def test_while_another_connection_writes_it_gives_up_at_once_and_writes_nothing(
     with connection.cursor() as cursor:
         cursor.execute("PRAGMA busy_timeout")
         assert cursor.fetchone()[0] == 30_000
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_while_another_transaction_holds_the_row_it_gives_up_at_once_and_writes_nothing(org):
+    first, _ = _two_traces(org)
+    block = Block.objects.get(trace=first)
+    settings = connection.settings_dict
+    other = psycopg.connect(
+        dbname=settings["NAME"], user=settings["USER"], password=settings["PASSWORD"] or None,
+        host=settings["HOST"], port=settings["PORT"] or None,
+    )  # fmt: skip
+    try:
+        other.execute("SELECT 1 FROM traces_block WHERE id = %s FOR UPDATE", [block.pk])
+        started = time.monotonic()
+        done = block_renders_save(trace=first, renders=[(block.pk, "v1")])
+        waited = time.monotonic() - started
+    finally:
+        other.rollback()
+        other.close()
+    assert not done
+    assert waited < 1.0
+    assert Block.objects.get(pk=block.pk).rendered is None
+    with connection.cursor() as cursor:  # the connection's own setting is as it was
+        cursor.execute("SHOW lock_timeout")
+        assert cursor.fetchone()[0] == "0"

@@ -15,28 +15,38 @@ logger = logging.getLogger(__name__)
 LOCK_WAIT_MS = 100
 
 
+# Per database: how to read the connection's lock wait, set it to LOCK_WAIT_MS, and set
+# it back to what was read. PostgreSQL's is set for the transaction it runs in (LOCAL).
+_LOCK_WAIT_SQL = {
+    "postgresql": (
+        "SELECT current_setting('lock_timeout')",
+        f"SET LOCAL lock_timeout = '{LOCK_WAIT_MS}ms'",
+        lambda before: ("SELECT set_config('lock_timeout', %s, true)", [before]),
+    ),
+    "sqlite": (
+        "PRAGMA busy_timeout",
+        f"PRAGMA busy_timeout = {LOCK_WAIT_MS}",
+        lambda before: (f"PRAGMA busy_timeout = {int(before)}", []),
+    ),
+}
+
+
 @contextlib.contextmanager
 def _short_lock_wait(cursor):
     """Lock waits of at most LOCK_WAIT_MS for what runs inside (a transaction on
-    PostgreSQL, whose setting it restores after; on SQLite, around the transaction)."""
-    if connection.vendor == "postgresql":
-        cursor.execute("SELECT current_setting('lock_timeout')")
-        before = cursor.fetchone()[0]
-        cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_WAIT_MS}ms'")
-        try:
-            yield
-        finally:
-            cursor.execute("SELECT set_config('lock_timeout', %s, true)", [before])
-    elif connection.vendor == "sqlite":
-        cursor.execute("PRAGMA busy_timeout")
-        before = cursor.fetchone()[0]
-        cursor.execute(f"PRAGMA busy_timeout = {LOCK_WAIT_MS}")
-        try:
-            yield
-        finally:
-            cursor.execute(f"PRAGMA busy_timeout = {int(before)}")
-    else:
+    PostgreSQL; on SQLite, around the transaction, whose BEGIN takes the write lock)."""
+    found = _LOCK_WAIT_SQL.get(connection.vendor)
+    if found is None:
         yield
+        return
+    read, shorten, restore = found
+    cursor.execute(read)
+    before = cursor.fetchone()[0]
+    cursor.execute(shorten)
+    try:
+        yield
+    finally:
+        cursor.execute(*restore(before))
 
 
 def block_renders_save(*, trace: Trace, renders: list[tuple[str, str]]) -> bool:
