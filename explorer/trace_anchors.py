@@ -36,4 +36,7 @@ def anchors_context(trace: Trace, annotations: list[Annotation], *, can_edit: bo
         "url": reverse("trace-anchor", args=[trace.pk]),
         "notes": [note.island(author=_author(note.annotation)) for note in notes],
     }
-    return {"anchor_island_json": orjson.dumps(island).decode()}
+    return {
+        "anchor_island_json": orjson.dumps(island).decode(),
+        "anchor_trace_url": reverse("trace", args=[trace.pk]),  # once, not once a note
+    }

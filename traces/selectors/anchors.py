@@ -42,6 +42,20 @@ class AnchoredNote:
             text = orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
         return _cut(text, METADATA_SHOWN)
 
+    # What the list shows, cut here once (truncatechars, three a note, was most of the
+    # time of a page of 500 notes).
+    @property
+    def address_text(self) -> str:
+        return _cut(self.annotation.address or "", 120)
+
+    @property
+    def quote_text(self) -> str:
+        return _cut(self.place.quote or "", 200)
+
+    @property
+    def comment_text(self) -> str:
+        return _cut(self.annotation.comment, COMMENT_SHOWN)
+
     def island(self, *, author: str) -> dict[str, Any]:
         """What the page's script gets of the note (json_script: it builds text nodes)."""
         return {
