@@ -9,9 +9,13 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
+from importlib.metadata import version as library_version
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import orjson
+from django.template import Context as TemplateContext
 from django.template.loader import get_template
 from django.templatetags.static import static
 from django.urls import reverse
@@ -40,6 +44,7 @@ from traces.selectors.blocks import (
     turn_acts,
 )
 from traces.selectors.images import trace_image_types
+from traces.services.block_renders import block_renders_save
 from traces.validation import reward_of
 
 CHUNK_ROWS = 150
@@ -55,6 +60,31 @@ META_VALUE_CHARS = 4_000  # a trace metadata value shows at most this much
 META_PANEL_KEYS = 50  # ... and the panel its first keys (the rest: the /v1 resource)
 ROLE_CLASSES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
 ROLE_CLASSES.update({"tool": "tool", "function": "tool", "ipython": "tool"})
+
+
+def _render_version() -> str:
+    """The version of what the render cache holds (Block.rendered): a digest of the code
+    and template that draw a block, and of the versions of the libraries they call, so
+    that a deployment that changes how a block is drawn draws each block again."""
+    here = Path(__file__).resolve().parent
+    sources = [
+        Path(__file__),
+        *sorted((here / "render").glob("*.py")),
+        here / "templatetags" / "names.py",
+        here.parent / "templates" / "explorer" / "trace.html",
+        Path(kinds.__file__),
+        Path(jsontext.__file__),
+    ]
+    digest = hashlib.blake2b(digest_size=8)
+    for path in sources:
+        digest.update(path.read_bytes())
+    for library in ("markdown-it-py", "mdurl", "nh3", "pygments", "orjson", "django"):
+        digest.update(f"{library} {library_version(library)}".encode())
+    return digest.hexdigest()
+
+
+RENDER_VERSION = _render_version()  # 16 hex digits, how Block.rendered begins
+_MARK_KEYS = re.compile(r'"(?:not_in_log|failure)"')  # the metadata `marks` reads
 
 
 # --- View models -----------------------------------------------------------------------
@@ -77,7 +107,7 @@ class RewardView:
         if not self.up_icon:
             self.up_icon, self.down_icon = static(THUMB_UP), static(THUMB_DOWN)
 
-    @property
+    @cached_property
     def number(self) -> float | None:
         value = self.value
         if isinstance(value, bool):
@@ -182,7 +212,7 @@ class BlockView:
     # static cost ~20 µs a call: several a block made a page's blocks cost twice as much).
     trace_url: str = ""
     icon_url: str = ""
-    head_template: Any = None  # its kind's head partial (PageRenderer.head_template)
+    head_html: Any = ""  # SafeString: its kind's head partial, drawn (PageRenderer.head_html)
     # Whether the metadata, raw and extra drawer's contents are here; else the page loads
     # them when the drawer opens (the `drawer_body` partial of the block's view).
     drawer: bool = True
@@ -197,15 +227,15 @@ class BlockView:
             out += f" {self.tone}"
         return out + " has-reward" if self.reward.is_set else out
 
-    @property
+    @cached_property
     def full_url(self) -> str:
         """The block's own view (`block-full`)."""
-        return f"{self.trace_url}b/{quote(self.id, safe='')}/full"
+        return f"{self.trace_url}b/{_in_url(self.id)}/full"
 
-    @property
+    @cached_property
     def permalink(self) -> str:
         """The trace page opened at this block."""
-        return f"{self.trace_url}?focus={quote(self.id, safe='')}#{self.id}"
+        return f"{self.trace_url}?focus={_in_url(self.id)}#{self.id}"
 
 
 @dataclass
@@ -304,9 +334,16 @@ class PageRenderer:
         self.trace_url = reverse("trace", args=[trace.pk])
         self._static: dict[str, str] = {}
         self._heads: dict[str, Any] = {}
+        # The context the kind partials render in, bound to the page's template (whose
+        # engine says how a missing variable shows).
+        self._head_context = TemplateContext(autoescape=True)
+        self._head_context.template = get_template("explorer/trace.html").template
         self.can_edit = allows(actor(request), Action.WRITE, trace)
         self.ctx = Context(image_url=self.image_url, as_text=as_text)
         self.effort = Effort()  # one for the whole response (explorer/render/effort.py)
+        self._renders: list[tuple[str, str]] = []  # (block id, Block.rendered) to keep
+        self._prefixes: dict[str, str] = {}  # sub type -> _cache_prefix
+        self._kinds: dict[str, tuple[bool, str]] = {}  # sub type -> _kind_facts
 
     @cached_property
     def block_labels(self) -> dict[str, list[str]]:
@@ -316,13 +353,15 @@ class PageRenderer:
     def image_url(self, sha: str) -> str:
         return reverse("trace-image", args=[self.trace.pk, sha])
 
-    def head_template(self, view: str) -> Any:
-        """The head partial of a kind's `view` (explorer/trace.html#kind-<view>), looked up
-        once a response: `{% include %}` of a template object costs no lookup a block."""
-        found = self._heads.get(view)
-        if found is None:
-            found = self._heads[view] = get_template(f"explorer/trace.html#kind-{view}").template
-        return found
+    def head_html(self, view: BlockView) -> Any:
+        """The block's head: the partial of its kind's `view`
+        (explorer/trace.html#kind-<view>), looked up once a response."""
+        partial = self._heads.get(view.kind)
+        if partial is None:
+            name = f"explorer/trace.html#kind-{view.kind}"
+            partial = self._heads[view.kind] = get_template(name).template
+        with self._head_context.push(b=view):
+            return safe(partial.render(self._head_context))
 
     def static(self, path: str) -> str:
         """The URL of a static file, looked up once a response."""
@@ -335,6 +374,8 @@ class PageRenderer:
         """One query for the types of the images these blocks show."""
         shas: set[str] = set()
         for node in nodes:
+            if self._cached(node) is not None:
+                continue  # the cache holds no block that shows a stored image
             payload = node.get("payload")
             # A stored payload's references are found in its text, without decoding it.
             shas |= referenced_images(payload.text if isinstance(payload, StoredJson) else payload)
@@ -352,7 +393,7 @@ class PageRenderer:
         extra = node.get("extra")
         value = extra.get("reward") if isinstance(extra, dict) else None
         return RewardView(
-            url=f"{self.trace_url}b/{quote(node['id'], safe='')}/reward",
+            url=f"{self.trace_url}b/{_in_url(node['id'])}/reward",
             dom_id=f"reward-{node['id']}",
             value=value,
             can_edit=self.can_edit,
@@ -373,14 +414,16 @@ class PageRenderer:
         """A block too large to decode once the response has spent its formatting time:
         its size, and a link to it alone."""
         kind = kinds.BY_SUB_TYPE[node["sub_type"]]
-        stored = node.get("payload")
-        size = size_label(len(stored.text)) if isinstance(stored, StoredJson) else ""
-        url = f"{self.trace_url}b/{quote(node['id'], safe='')}/full"
+        # Its size: of its payload, or of what was too large when the payload was not read.
+        stored = [node.get(name) for name in ("payload", "metadata", "extra")]
+        chars = max((len(v.text) for v in stored if isinstance(v, StoredJson)), default=0)
+        size = size_label(chars) if chars else ""
+        url = f"{self.trace_url}b/{_in_url(node['id'])}/full"
         body = (
             f'<p class="no-text">A large block ({size}): '
             f'<a href="{url}">open it alone</a> to see it.</p>'
         )
-        return BlockView(
+        view = BlockView(
             id=node["id"], sub_type=kind.sub_type, kind=kind.view, label=kind.label,
             icon=kind.icon, head={}, body_key=kind.body[0], body=safe(body), folded=True,
             size=size, badges=[], warnings=[], metadata=safe(""), extra=safe(""), raw=None,
@@ -388,30 +431,110 @@ class PageRenderer:
             awaits_children=bool(kinds.children_of(kind.sub_type)), cost=len(body),
             number=node.get("number"), trace_url=self.trace_url,
             icon_url=self.static(kind.icon), drawer=self.drawers,
-            head_template=self.head_template(kind.view),
         )  # fmt: skip
+        view.head_html = self.head_html(view)
+        return view
+
+    @property
+    def caching(self) -> bool:
+        """Whether this response draws blocks as the trace page does by default (folded,
+        Markdown as Markdown): what the render cache holds."""
+        return self.fold and not self.ctx.as_text
 
     def block(self, node: dict[str, Any]) -> BlockView:
+        """The block's view: what does not depend on the reader from the render cache
+        when it holds it (Block.rendered, read with the page's rows), else drawn now (and
+        kept for the next page: `save_renders`); the rest (reward, labels, warnings
+        about the trace, links, drawer) drawn for this response."""
+        cached = self._cached(node)
+        if cached is not None:
+            # None: its metadata or extra is too large to decode now.
+            return self._from_cache(node, cached) or self.too_large(node)
+        effort_limited = self.effort.limited
         fields = {}
-        drawer_chars = 0  # the stored size of its metadata and extra
         for name in ("payload", "metadata", "extra"):
-            stored = node.get(name)
-            fields[name], ok = self.decoded(stored)
+            fields[name], ok = self.decoded(node.get(name))
             if not ok:
                 return self.too_large(node)
-            if name != "payload":
-                drawer_chars += _stored_chars(stored)
-        stored_raw = node.get("raw")
-        node = {**node, **fields}
-        payload = node.get("payload")
+        payload = fields["payload"]
         payload = payload if isinstance(payload, dict) else {"value": payload}
-        metadata = node.get("metadata") if isinstance(node.get("metadata"), dict) else {}
         kind = kinds.BY_SUB_TYPE[node["sub_type"]]
+        metadata = fields["metadata"] if isinstance(fields["metadata"], dict) else {}
+        drawn = self._drawn(payload, metadata, kind)
+        view = self._view(node, drawn, metadata, fields["extra"])
+        view.head_html = drawn["head_html"] = self.head_html(view)
+        if "rendered" in node and self.caching and not (effort_limited or self.effort.limited):
+            # Drawn as any response would draw it (the effort allowance did not make it
+            # plainer), and showing no stored image (whose type a later upload may give).
+            payload_text = node["payload"].text if isinstance(node["payload"], StoredJson) else ""
+            if payload_text and not referenced_images(payload_text):
+                prefix = self._cache_prefix(kind)
+                # Its fields as JSON, a line break, its body as it is (no JSON escapes to
+                # write or read in the largest part).
+                fields = {k: v for k, v in drawn.items() if k != "body"}
+                entry = f"{prefix}{jsontext.dumps(fields)}\n{drawn['body']}"
+                self._renders.append((node["id"], entry))
+        return view
+
+    def draws(self, node: dict[str, Any]) -> bool:
+        """Whether the response draws the block from its payload (the cache does not
+        hold it)."""
+        return self._cached(node) is None
+
+    def _cached(self, node: dict[str, Any]) -> str | None:
+        """The render cache's entry of the block (its JSON), if it is of this version
+        (looked at once a node)."""
+        if "cached" in node:
+            return node["cached"]
+        cached = node.get("rendered")
+        if cached and self.caching:
+            prefix = self._cache_prefix(kinds.BY_SUB_TYPE[node["sub_type"]])
+            cached = cached[len(prefix) :] if cached.startswith(prefix) else None
+        else:
+            cached = None
+        node["cached"] = cached
+        return cached
+
+    def _cache_prefix(self, kind: kinds.BlockKind) -> str:
+        """What a render cache entry of a block of this kind begins with: RENDER_VERSION,
+        and a digest of what its kind's row says of its drawing (the table is data)."""
+        found = self._prefixes.get(kind.sub_type)
+        if found is None:
+            row = (kind.sub_type, kind.label, kind.icon, kind.view, kind.body, kind.render)
+            digest = zlib.crc32(repr((*row, kind.fields)).encode())
+            found = self._prefixes[kind.sub_type] = f"{RENDER_VERSION}{digest:08x}"
+        return found
+
+    def _from_cache(self, node: dict[str, Any], cached: str) -> BlockView | None:
+        """The view of a block the render cache holds; None if its metadata or extra is
+        too large to decode now."""
+        fields, _, body = cached.partition("\n")  # as `block` wrote it
+        drawn = orjson.loads(fields)
+        drawn["body"] = body
+        # Only what the reader-dependent parts read is decoded: the marks' metadata keys,
+        # the extra's reward.
+        metadata, extra = node.get("metadata"), node.get("extra")
+        if isinstance(metadata, StoredJson) and not _MARK_KEYS.search(metadata.text):
+            metadata = None
+        if isinstance(extra, StoredJson) and '"reward"' not in extra.text:
+            extra = None
+        metadata, ok = self.decoded(metadata)
+        extra, ok_extra = self.decoded(extra) if ok else (None, False)
+        if not ok_extra:
+            return None
+        view = self._view(node, drawn, metadata, extra)
+        view.head_html = safe(drawn["head_html"])
+        return view
+
+    def _drawn(
+        self, payload: dict[str, Any], metadata: dict[str, Any], kind: kinds.BlockKind
+    ) -> dict[str, Any]:
+        """What the page draws of a block from its payload and metadata alone, which are
+        written once (the render cache's entry, as JSON)."""
         budget = self.budget()
         body_key = next((key for key in kind.body if key in payload), kind.body[0])
         value = payload.get(body_key)
         body, badges, warnings = BODY_RENDERERS[kind.render](value, budget, self.ctx, metadata)
-        warnings = [*warnings, *self.marks(node, metadata)]
         head = {
             key: v if isinstance(v, str) else jsontext.dumps(v)
             for key, v in payload.items()
@@ -428,40 +551,74 @@ class PageRenderer:
         if fields:
             body += '<div class="more-fields"><span class="lane-note">other fields</span>'
             body += json_html(fields, budget) + "</div>"
-        extra = node.get("extra") if node.get("extra") is not None else {}
-        drawer = self._drawer(metadata, extra, stored_raw) if self.drawers else None
-        size = size_label(jsontext.byte_size(value)) if value is not None else "0 B"
+        return {
+            "body": body,
+            "folded": budget.folded,
+            "size": size_label(jsontext.byte_size(value)) if value is not None else "0 B",
+            "badges": badges,
+            "warnings": warnings,
+            "head": head,
+            "body_key": body_key,
+            "role_class": ROLE_CLASSES.get(role.lower(), "other") if role else "",
+            "tone": _tone(role) if role and role.lower() not in ROLE_CLASSES else "",
+            "without_text": kind.render == "content" and value in (None, ""),
+            "same_as": _call_key(head.get("name"), value) if kind.sub_type == "TOOL_CALL" else "",
+        }
+
+    def _view(
+        self, node: dict[str, Any], drawn: dict[str, Any], metadata: Any, extra: Any
+    ) -> BlockView:
+        """The BlockView of what `_drawn` drew and of what this response adds."""
+        kind = kinds.BY_SUB_TYPE[node["sub_type"]]
+        metadata = metadata if isinstance(metadata, dict) else {}
+        extra = extra if extra is not None else {}
+        drawer = self._drawer(metadata, extra, node.get("raw")) if self.drawers else None
+        # The drawer counts as its stored JSON, rendered here or not.
+        drawer_chars = _stored_chars(node.get("metadata")) + _stored_chars(node.get("extra"))
+        awaits_children, icon_url = self._kind_facts(kind)
         return BlockView(
             id=node["id"],
             sub_type=kind.sub_type,
             kind=kind.view,
             label=kind.label,
             icon=kind.icon,
-            head=head,
-            body_key=body_key,
-            body=safe(body),
-            folded=budget.folded,
-            size=size,
-            badges=badges,
-            warnings=warnings,
+            head=drawn["head"],
+            body_key=drawn["body_key"],
+            body=safe(drawn["body"]),
+            folded=drawn["folded"],
+            size=drawn["size"],
+            badges=drawn["badges"],
+            warnings=[*map(tuple, drawn["warnings"]), *self.marks(node, metadata)],
             **(drawer or _NO_DRAWER),
-            reward=self.reward(node),
+            reward=self.reward({"id": node["id"], "extra": extra}),
             labels=self.block_labels.get(node["id"], []),
             has_text_view=kind.render in MARKDOWN_RENDERERS,
-            awaits_children=bool(kinds.children_of(kind.sub_type)),
-            role_class=ROLE_CLASSES.get(role.lower(), "other") if role else "",
-            tone=_tone(role) if role and role.lower() not in ROLE_CLASSES else "",
-            # The drawer counts as its stored JSON, rendered here or not.
-            cost=len(body) + drawer_chars + BLOCK_OVERHEAD,
+            awaits_children=awaits_children,
+            role_class=drawn["role_class"],
+            tone=drawn["tone"],
+            cost=len(drawn["body"]) + drawer_chars + BLOCK_OVERHEAD,
             number=node.get("number"),
-            without_text=kind.render == "content" and value in (None, ""),
+            without_text=drawn["without_text"],
             is_error=bool(node.get("is_error")),
-            same_as=_call_key(head.get("name"), value) if kind.sub_type == "TOOL_CALL" else "",
+            same_as=drawn["same_as"],
             trace_url=self.trace_url,
-            icon_url=self.static(kind.icon),
-            head_template=self.head_template(kind.view),
+            icon_url=icon_url,
             drawer=drawer is not None,
         )
+
+    def _kind_facts(self, kind: kinds.BlockKind) -> tuple[bool, str]:
+        """Whether other kinds hang under blocks of this kind, and its icon's URL: once
+        a response."""
+        found = self._kinds.get(kind.sub_type)
+        if found is None:
+            awaits = bool(kinds.children_of(kind.sub_type))
+            found = self._kinds[kind.sub_type] = (awaits, self.static(kind.icon))
+        return found
+
+    def save_renders(self) -> None:
+        """Keep what this response drew for the next (the render cache)."""
+        renders, self._renders = self._renders, []
+        block_renders_save(trace=self.trace, renders=renders)
 
     def marks(self, node: dict[str, Any], metadata: dict) -> list[tuple[str, str]]:
         """Warnings the format gave this block: a stand-in for what the log lost (an
@@ -578,6 +735,15 @@ def _same_call(lead: RowView, row: RowView) -> bool:
 _NO_DRAWER = {"metadata": "", "extra": "", "raw": None, "raw_size": "", "has_raw": False}
 
 
+_URL_SAFE = re.compile(r"[A-Za-z0-9_.~-]+")
+
+
+def _in_url(block_id: str) -> str:
+    """A block id as a path segment or query value (ours need no quoting: looked at
+    first, which costs a tenth of quoting)."""
+    return block_id if _URL_SAFE.fullmatch(block_id) else quote(block_id, safe="")
+
+
 def _stored_chars(value: Any) -> int:
     if value is None:
         return 0
@@ -606,11 +772,15 @@ def chunk_from(renderer: PageRenderer, start: int, acts_from: int = 0, at_least:
         act=acts_from + 1 if acts_from else 0,
         decode="lazy",
         numbered=True,
+        # The page's read: a block's payload only if it is drawn anew (not in the cache).
+        drawn=None if renderer.drawers else renderer.draws,
     )
     try:
-        return renderer.rows(items, start, at_least=at_least)
+        chunk = renderer.rows(items, start, at_least=at_least)
     finally:
         items.close()
+    renderer.save_renders()
+    return chunk
 
 
 def chunk_around(renderer: PageRenderer, place: tuple[int, int]) -> tuple[Chunk, int, int]:

@@ -10,6 +10,7 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from explorer.views import (
+    anchors,
     compare,
     dataset,
     dataset_settings,
@@ -69,6 +70,7 @@ urlpatterns = [
             f"{TRACE}annotations/<str:annotation_id>/remove", labels.annotation_remove
         ),
     }),
+    *pages(anchors, {"trace-anchor": (f"{TRACE}anchors", anchors.trace_anchor_add)}),
     *pages(upload, {"upload": ("upload/", upload.upload_page)}),
     *pages(keys, {
         "api-keys": ("keys/", keys.keys_page),

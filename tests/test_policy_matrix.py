@@ -274,6 +274,8 @@ WRITES = [
     Case("dataset-label-remove", "post", "manage", lambda c, w, p: c.post(reverse("dataset-label-remove", args=[w.dataset.pk, w.label.pk])), 302),  # noqa: E501
     Case("trace-annotate", "post", "write", lambda c, w, p: c.post(reverse("trace-annotate", args=[w.trace.pk]), {"label": "gave up", "block": w.block.pk}), 302),  # noqa: E501
     Case("trace-annotate", "post", "write", lambda c, w, p: c.post(reverse("trace-annotate", args=[w.trace.pk]), {"comment": "why"}, HTTP_HX_REQUEST="true"), 200, "through htmx"),  # noqa: E501
+    Case("trace-anchor", "post", "write", lambda c, w, p: c.post(reverse("trace-anchor", args=[w.trace.pk]), {"address": "messages[0].content:0-2", "comment": "here"}), 302),  # noqa: E501
+    Case("trace-anchor", "post", "write", lambda c, w, p: c.post(reverse("trace-anchor", args=[w.trace.pk]), {"address": "messages[0].content:L0", "comment": "here"}, HTTP_HX_REQUEST="true"), 200, "through htmx"),  # noqa: E501
     Case("annotation-remove", "post", "write", lambda c, w, p: c.post(reverse("annotation-remove", args=[w.trace.pk, w.annotation.pk])), 302),  # noqa: E501
     Case("dataset-visibility", "post", "manage", lambda c, w, p: c.post(reverse("dataset-visibility", args=[w.dataset.pk]), {"public": "0" if p else "1"}), 302),  # noqa: E501
     Case("upload", "post", "write", lambda c, w, p: c.post(reverse("upload"), {"dataset": w.dataset.pk, "files": upload_file()}), 302),  # noqa: E501

@@ -255,6 +255,11 @@ class Block(models.Model):
     # The how-manieth block of its trace it is (1, 2, ... in the order written): "go to
     # block n" and the block's number on the page.
     number = models.IntegerField(null=True, blank=True)
+    # What the trace page drew of it that does not depend on the reader (its head, body
+    # preview, badges), prefixed by the renderer's version: explorer/trace_page.py fills
+    # it when the page first shows the block and reads it after. NULL: not drawn yet. A
+    # write that changes the payload or metadata sets it back to NULL.
+    rendered = models.TextField(null=True, blank=True)
 
     class Meta:
         constraints = [

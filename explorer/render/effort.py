@@ -57,16 +57,28 @@ class Effort:
     seconds: float = RICH_SECONDS
     highlight_chars: int = HIGHLIGHT_PAGE_CHARS
     started: float = field(default_factory=time.thread_time)
+    # Whether the response's allowance (its time, its highlighted characters) has made
+    # some formatting plainer than the content alone would: what was formatted since is
+    # not what another response would draw, and is not kept (the trace page's cache).
+    limited: bool = False
 
     def left(self) -> bool:
         """Whether there is still time for rich formatting. Thread time, not process
         time: a threaded server's other requests do not count."""
-        return time.thread_time() - self.started < self.seconds
+        if time.thread_time() - self.started < self.seconds:
+            return True
+        self.limited = True
+        return False
 
     def may_highlight(self, code: str) -> bool:
         """Whether `code` may be highlighted; if so, its characters are counted."""
         n = len(code)
-        if n > HIGHLIGHT_MAX_CHARS or n > self.highlight_chars or not self.left():
+        if n > HIGHLIGHT_MAX_CHARS:
+            return False
+        if n > self.highlight_chars:
+            self.limited = True
+            return False
+        if not self.left():
             return False
         self.highlight_chars -= n
         return True
@@ -85,7 +97,10 @@ class Effort:
         if len(text) <= DECODE_FREE_CHARS:
             return True
         left = self.seconds - (time.thread_time() - self.started)
-        return len(text) * DECODE_SECONDS_PER_CHAR <= left
+        if len(text) * DECODE_SECONDS_PER_CHAR <= left:
+            return True
+        self.limited = True
+        return False
 
     def may_parse_json(self, text: str) -> bool:
         """Whether JSON text may be parsed to be shown as JSON (else it is plain text)."""

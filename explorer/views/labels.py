@@ -9,6 +9,7 @@ from django.http import HttpResponseRedirect
 from django.urls import reverse
 
 from explorer.access import actor, page_write
+from explorer.trace_anchors import anchors_context
 from explorer.views.base import render_page, wants_partial
 from traces.errors import TraceStoreError
 from traces.models import Dataset, Trace
@@ -50,12 +51,15 @@ def annotations_context(
 ) -> dict:
     """The trace page's labels and comments card, and its form (for `block` if given)."""
     vocabulary = list(labels_of(dataset=trace.dataset)) if trace.dataset_id else []
+    annotations = list(annotations_of(trace=trace)[:500])
+    can_edit = allows(actor(request), Action.WRITE, trace)
     return {
         "trace": trace,
-        "annotations": list(annotations_of(trace=trace)[:500]),
+        "annotations": annotations,
+        **anchors_context(trace, annotations, can_edit=can_edit),  # notes anchored to text
         "vocabulary": vocabulary,
         "annotate_block": block[:64],
-        "can_edit": allows(actor(request), Action.WRITE, trace),
+        "can_edit": can_edit,
         "annotate_error": error,
         "annotate_entered": entered,
     }

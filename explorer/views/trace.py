@@ -24,6 +24,7 @@ from explorer.access import actor, policy_errors
 from explorer.dataset_page import list_state
 from explorer.render.content import safe
 from explorer.render.json import json_html
+from explorer.trace_html import Deferred
 from explorer.views.base import htmx_target, render_page, wants_partial
 from explorer.views.labels import annotations_context
 from traces.errors import NotFound, ValidationFailed
@@ -97,12 +98,15 @@ def trace_page(request, trace_id: str):
     if _ASCII_DIGITS.fullmatch(request.GET.get("row", "").strip()):  # "go to row n", from 1
         start = min(max(0, int(request.GET["row"].strip()[:12]) - 1), row_total)
     acts_from = _int_param(request, "acts") if start < row_total else 0
+    # The rows go into the response's bytes after the template (trace_html.Deferred).
+    deferred = Deferred()
     if wants_partial(request):  # the next chunk, asked for by the one before
         context = {
             "trace": trace,
+            "deferred": deferred,
             **page.chunk_context(renderer, row_total, start, None, acts_from),
         }
-        return render_page(request, TEMPLATE, context, partial="chunk")
+        return deferred.fill(render_page(request, TEMPLATE, context, partial="chunk"))
     chunk = None
     place = _place(request, trace)
     if place is not None:
@@ -131,9 +135,10 @@ def trace_page(request, trace_id: str):
         "start": start,
         "start_url": reverse("trace", args=[trace.pk]),
         "nav": "datasets",
+        "deferred": deferred,
         **chunk_context,
     }
-    return render_page(request, TEMPLATE, context)
+    return deferred.fill(render_page(request, TEMPLATE, context))
 
 
 @require_safe

@@ -428,7 +428,7 @@ DOM_AUDIT = """
   for (const el of document.querySelectorAll("svg")) {
     if (!el.matches(".histogram, .minibar")) found.push("<svg> from content");
   }
-  const own = /^\\/static\\/(js\\/(app|trace)\\.js|vendor\\/htmx-[0-9.]+\\.min\\.js)$/;
+  const own = /^\\/static\\/(js\\/(app|trace|anchors)\\.js|vendor\\/htmx-[0-9.]+\\.min\\.js)$/;
   for (const script of document.scripts) {
     const src = script.getAttribute("src") || "inline";
     if (!own.test(src)) found.push(`<script src=${src}>`);

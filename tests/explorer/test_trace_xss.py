@@ -263,6 +263,7 @@ def check(html: str, *, page: bool) -> Checker:
     if page:
         assert checker.scripts == [
             "/static/js/trace.js",
+            "/static/js/anchors.js",  # notes anchored to text
             "/static/vendor/htmx-2.0.11.min.js",
             "/static/js/app.js",
         ], checker.scripts

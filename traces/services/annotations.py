@@ -15,9 +15,11 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from traces import jsontext
+from traces.addresses import AddressInvalid, address_parse
 from traces.checks import check_json_depth, check_no_nul
 from traces.errors import NotFound, TraceStoreError, ValidationFailed
 from traces.models import Annotation, ApiKey, Block, Dataset, Label, Trace
+from traces.selectors.anchors import anchored_notes
 from traces.services.datasets import dataset_lock
 from traces.validation import check_rewards, reward_of
 
@@ -90,6 +92,7 @@ def block_extra_patch(*, block: Block, patch: dict[str, Any]) -> Block:
 LABEL_NAME_MAX = 100
 LABEL_DESCRIPTION_MAX = 2000
 COMMENT_MAX = 10_000
+ADDRESS_MAX = 1000
 
 
 class LabelNameTaken(TraceStoreError, code="DUPLICATE_LABEL", http_status=409):
@@ -210,6 +213,25 @@ def _block_of(trace: Trace, block_id: Any) -> Block | None:
     return found
 
 
+def _address_check(trace: Trace, address: Any) -> tuple[str, Block | None]:
+    """The address as it is kept, and the block it lands on now (None: nowhere)."""
+    if not isinstance(address, str) or len(address) > ADDRESS_MAX or "\x00" in address:
+        raise ValidationFailed(
+            f"address: a string of at most {ADDRESS_MAX} characters",
+            {"field": "address", "rule": "type"},
+        )
+    try:
+        address_parse(address)
+    except AddressInvalid as exc:
+        raise ValidationFailed(
+            f"address {address[:100]!r}: {exc}", {"field": "address", "rule": "grammar"}
+        ) from None
+    probe = Annotation(trace=trace, address=address)
+    place = anchored_notes(annotations=[probe], trace=trace)[0].place
+    found = Block.objects.filter(pk=place.block).first() if place.block else None
+    return address, found
+
+
 def annotation_create(
     *,
     trace: Trace,
@@ -218,9 +240,13 @@ def annotation_create(
     block_id: Any = None,
     author: Any = None,
     api_key: ApiKey | None = None,
+    address: Any = None,
+    extra_metadata: Any = None,
 ) -> Annotation:
     """Tag the trace, or its block `block_id`, with a label of its dataset's vocabulary
-    (by name or id) and/or a free comment; at least one of them."""
+    (by name or id) and/or a free comment; at least one of them. An Explorer `address`
+    (traces/addresses.py) anchors it to text: it must parse (422 saying where it breaks),
+    may point nowhere (the page lists it unplaced), and gives the block when none is."""
     comment = _check_text(
         comment if comment is not None else "", "comment", COMMENT_MAX, required=False
     )
@@ -230,6 +256,11 @@ def annotation_create(
             "give a label, a comment or both", {"field": "label", "rule": "label_or_comment"}
         )
     block = _block_of(trace, block_id)
+    if address is not None:
+        address, anchored_block = _address_check(trace, address)
+        block = block or anchored_block
+    if extra_metadata is not None:
+        check_json_depth(extra_metadata, "extra_metadata")
     with transaction.atomic():
         # The label's row is locked until the tag is written (label_delete locks it too):
         # a label deleted meanwhile is not used.
@@ -245,6 +276,8 @@ def annotation_create(
             comment=comment,
             author=author if author is not None and author.is_authenticated else None,
             api_key=api_key,
+            address=address,
+            extra_metadata=extra_metadata,
         )
 
 

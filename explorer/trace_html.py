@@ -1,0 +1,331 @@
+"""The trace page's block frames, rows and reward controls as HTML, built with plain
+Python strings.
+
+A first response draws about 250 blocks, each with a head, a reward control, a body and a
+drawer. Through Django's template engine (a partial per block, a lookup per variable) that
+cost ~0.5 ms a block: most of the page's time, several times the floor of its rows
+(benchmark ui). Here a block costs a few string joins. The markup is the one the
+`block`, `block_body`, `drawer_body`, `raw`, `reward` and `chunk` partials of
+templates/explorer/trace.html answer with (each partial calls the function below that
+draws it: one markup, whether a page draws 250 blocks or htmx asks for one). A kind's
+head stays a template partial (`kind-<view>`), rendered into BlockView.head_html when
+the block is formatted (explorer/trace_page.py), which the render cache keeps.
+
+Every value from a trace is escaped here (`_e`) unless it is HTML built by
+explorer/render (BlockView.body, .metadata, .extra, .raw, .head_html), which escapes or
+sanitizes it there.
+"""
+
+import re
+import secrets
+from dataclasses import dataclass
+from html import escape
+from typing import TYPE_CHECKING, Any
+
+from django.utils.html import format_html
+
+from explorer.render.text import visible_text
+
+if TYPE_CHECKING:
+    from explorer.trace_page import BlockView, RewardView, RowView
+
+
+_SPECIAL = re.compile("[&<>\"']")
+
+
+def _e(value: Any) -> str:
+    """`{{ value }}` of an autoescaping template (most values need no change: looked for
+    first, which is faster than replacing)."""
+    text = value if isinstance(value, str) else str(value)
+    return escape(text) if _SPECIAL.search(text) else text
+
+
+def _shown(value: Any) -> str:
+    """`{{ value|shown }}`: control and bidi characters made visible, escaped."""
+    return escape(visible_text("" if value is None else str(value)))
+
+
+@dataclass(frozen=True)
+class Frame:
+    """What a block's frame takes from its response rather than from the block."""
+
+    csrf_input: str  # the CSRF field of its reward form ("" when there is none)
+    can_edit: bool
+    block_page: bool = False  # the block's own page: its drawer open, no "block page" link
+    unfolded: bool = False  # a body shown whole on demand: it offers to fold again
+
+
+def csrf_field(token: Any) -> str:
+    """What `{% csrf_token %}` writes for the context's `csrf_token`."""
+    if not token:
+        return ""
+    if token == "NOTPROVIDED":
+        return ""
+    return format_html('<input type="hidden" name="csrfmiddlewaretoken" value="{}">', token)
+
+
+def frame_of(context: Any) -> Frame:
+    """The Frame of a template context (the partials' entry point)."""
+    return Frame(
+        csrf_input=csrf_field(context.get("csrf_token")),
+        can_edit=bool(context.get("can_edit")),
+        block_page=context.get("page_mode") == "block",
+        unfolded=bool(context.get("unfolded")),
+    )
+
+
+def reward_html(reward: "RewardView", csrf_input: str) -> str:
+    """A reward control: a form for who may edit, else the value (if set), read only."""
+    if not reward.can_edit:
+        if not reward.is_set:
+            return ""
+        return (
+            f'<span class="reward reward-readonly" id="{_e(reward.dom_id)}" '
+            f'title="reward (read only)">reward <b>{_e(reward.display)}</b></span>'
+        )
+    url = _e(reward.url)
+    # What the field shows: a number as text, or what was typed when it was refused.
+    value = _e(reward.field_value) if reward.error else reward.field_value
+    invalid = ' aria-invalid="true"' if reward.error else ""
+    up_on = " is-on" if reward.is_up else ""
+    down_on = " is-on" if reward.is_down else ""
+    clear = (
+        '\n<button class="reward-clear" name="action" value="clear" '
+        'title="Clear the reward">clear</button>'
+        if reward.is_set
+        else ""
+    )
+    error = (
+        f'\n<span class="reward-error" role="alert">{_e(reward.error)}</span>'
+        if reward.error
+        else ""
+    )
+    return (
+        f'<form class="{reward.form_class}" id="{_e(reward.dom_id)}" method="post" '
+        f'action="{url}" hx-post="{url}" hx-swap="outerHTML">{csrf_input}'
+        f'<input class="reward-num" type="number" step="any" name="value" '
+        f'value="{value}" placeholder="{reward.placeholder}" '
+        f'aria-label="Reward (any number)"{invalid}>\n'
+        '<button class="reward-set" name="action" value="set" title="Set this number">'
+        "Set</button>\n"
+        f'<button class="thumb thumb-up{up_on}" name="action" value="up" '
+        f'aria-pressed="{reward.up_pressed}" title="Reward 1"><img src="{_e(reward.up_icon)}" '
+        'alt="Reward 1" width="16" height="16"></button>\n'
+        f'<button class="thumb thumb-down{down_on}" name="action" value="down" '
+        f'aria-pressed="{reward.down_pressed}" title="Reward 0">'
+        f'<img src="{_e(reward.down_icon)}" alt="Reward 0" width="16" height="16"></button>'
+        f"{clear}{error}</form>"
+    )
+
+
+def body_html(b: "BlockView", frame: Frame) -> str:
+    """The block's body (the `block_body` partial): its preview and "Show all", or the
+    whole of it and "Fold"."""
+    out: list[str] = []
+    _body_into(out, b, frame, _e(b.id), _e(b.full_url))
+    return "".join(out)
+
+
+def _body_into(out: list[str], b: "BlockView", frame: Frame, bid: str, full: str) -> None:
+    """`body_html` appended to `out`, given the block's id and full URL escaped."""
+    if b.folded:
+        more = (
+            f'<a class="show-all" href="{full}" hx-get="{full}" hx-target="#body-{bid}" '
+            f'hx-swap="outerHTML">Show all ({_e(b.size)})</a></div>'
+        )
+    elif frame.unfolded:
+        more = (
+            f'<a class="show-all fold-again" href="{_e(b.permalink)}" '
+            f'hx-get="{full}?fold=1" hx-target="#body-{bid}" hx-swap="outerHTML">Fold</a></div>'
+        )
+    else:
+        more = "</div>"
+    folded = " is-folded" if b.folded else ""
+    out.append(f'<div class="block-body{folded}" id="body-{bid}">')
+    out.append(b.body)
+    out.append(more)
+
+
+def raw_slot_html(b: "BlockView") -> str:
+    """The drawer's raw (the `raw` partial): inline, a button that loads it, or none."""
+    bid = _e(b.id)
+    if not b.has_raw:
+        inner = '<p class="faint small">none</p>'
+    elif b.raw:
+        inner = str(b.raw)
+    else:
+        full = _e(b.full_url)
+        inner = (
+            f'<a class="load-raw button small" href="{full}" hx-get="{full}" '
+            f'hx-target="#raw-{bid}" hx-swap="outerHTML">Load raw ({_e(b.raw_size)})</a>'
+        )
+    return f'<div class="raw-slot" id="raw-{bid}">{inner}</div>'
+
+
+def _drawer_foot(b: "BlockView", frame: Frame, bid: str, full: str) -> str:
+    """The drawer's last line: the block's id, kind and links."""
+    out = f'<p class="drawer-foot small"><code>{bid}</code> · {_e(b.sub_type)}'
+    if b.has_text_view:
+        out += (
+            f' · <a href="{full}?as=text" hx-get="{full}?as=text" hx-target="#body-{bid}" '
+            'hx-swap="outerHTML" title="Show the text as written, not as Markdown">'
+            "as plain text</a>"
+        )
+    if not frame.block_page:
+        out += f' · <a href="{full}">block page</a>'
+    if frame.can_edit:
+        out += (
+            f' · <a class="label-this" href="{_e(b.trace_url)}?annotate={bid}#annotations" '
+            'title="Tag this block with a label or a comment">label this block</a>'
+        )
+    return out + "</p>"
+
+
+def drawer_body_html(b: "BlockView", frame: Frame) -> str:
+    """The drawer's contents (the `drawer_body` partial): metadata, extra, raw."""
+    size = f' <span class="faint">{_e(b.raw_size)}</span>' if b.raw_size else ""
+    return (
+        f'<div class="drawer-body" id="drawer-{_e(b.id)}">\n'
+        f"<h4>metadata</h4>{b.metadata}<h4>extra</h4>{b.extra}<h4>raw{size}</h4>\n"
+        f"{raw_slot_html(b)}\n{_drawer_foot(b, frame, _e(b.id), _e(b.full_url))}</div>"
+    )
+
+
+def block_html(b: "BlockView", frame: Frame) -> str:
+    """A block's <article> (the `block` partial): head, labels, body, drawer."""
+    out: list[str] = []
+    _block_into(out, b, frame)
+    return "".join(out)
+
+
+def _block_into(out: list[str], b: "BlockView", frame: Frame) -> None:
+    """`block_html`, appended to `out` in pieces (a page's rows are joined once: its
+    bodies are most of its bytes, and each join copies them)."""
+    bid, full = _e(b.id), _e(b.full_url)
+    out.append(  # its classes are of a fixed vocabulary (BlockView.classes)
+        f'<article class="{b.classes}" id="{bid}" data-block tabindex="-1">\n'
+        f'<header class="block-head"><img class="kind-icon" src="{_e(b.icon_url)}" alt="" '
+        'width="14" height="14">'
+    )
+    out.append(b.head_html)
+    for label, why in b.warnings:
+        title = f' title="{_e(why)}"' if why else ""
+        out.append(f'<span class="badge warn"{title}>{_e(label)}</span>')
+    for badge in b.badges:
+        out.append(f'<span class="badge">{_e(badge)}</span>')
+    number = f" to block {b.number}" if b.number else ""  # an int
+    out.append('\n<span class="head-tools">')
+    out.append(reward_html(b.reward, frame.csrf_input))
+    out.append(
+        f'<a class="permalink" href="{_e(b.permalink)}" title="Permalink{number}">'
+        f"#{b.number if b.number else ''}</a></span></header>\n"
+    )
+    if b.labels:
+        names = "".join(
+            f'<a class="label-tag small" href="#annotations" title="label">{_shown(name)}</a> '
+            for name in b.labels
+        )
+        out.append(f'<p class="block-labels">{names}</p>')
+    out.append("\n")
+    _body_into(out, b, frame, bid, full)
+    out.append("\n")
+    if b.drawer:
+        opened = " open" if frame.block_page else ""
+        out.append(
+            f'<details class="drawer"{opened}><summary title="Metadata, raw and extra">'
+            f"details</summary>{drawer_body_html(b, frame)}</details>\n</article>"
+        )
+    else:  # its contents come when it opens: the drawer_body partial of the block's view
+        out.append(
+            f'<details class="drawer" hx-get="{full}" hx-trigger="toggle once" '
+            f'hx-target="#drawer-{bid}" hx-swap="outerHTML"><summary title="Metadata, raw '
+            f'and extra">details</summary><div class="drawer-body" id="drawer-{bid}">'
+            f"{_drawer_foot(b, frame, bid, full)}</div></details>\n</article>"
+        )
+
+
+def _row_into(out: list[str], row: "RowView", frame: Frame) -> None:
+    """One row of the lanes: its gutter, its message (or where it continues), its acts
+    with their results."""
+    dom_id = _e(row.dom_id)
+    anchor = _e(row.message.id) if row.message is not None else dom_id
+    out.append(
+        f'\n      <div class="row" id="{dom_id}">\n        <div class="gutter">'
+        f'<a class="row-num" href="#{anchor}" title="Row {row.number}">{row.number}</a>'
+    )
+    if row.repeats:
+        times = len(row.repeats) + 1
+        out.append(
+            f'<span class="repeat-count" title="the same call {times} times in a row">'
+            f"&times;{times}</span>"
+        )
+    out.append('</div>\n        <div class="cell cell-message">')
+    if row.message is not None:
+        _block_into(out, row.message, frame)
+    else:
+        out.append(
+            f'<p class="row-continued faint">Row {row.number} continued: acts '
+            f"{row.acts_from + 1}–{row.acts_to} of {row.acts_total}</p>"
+        )
+    out.append('</div>\n        <div class="acts">')
+    for act in row.acts:
+        out.append('\n          <div class="pair">\n            <div class="cell cell-act">')
+        _block_into(out, act.block, frame)
+        out.append('</div>\n            <div class="cell cell-observe">\n              ')
+        for result in act.results:
+            _block_into(out, result, frame)
+        if not act.results and act.block.awaits_children:
+            out.append('<p class="no-result">no result</p>')
+        out.append("\n            </div>\n          </div>")
+    out.append("\n        </div>\n      </div>")
+
+
+def rows_html(rows: list["RowView"], frame: Frame) -> str:
+    """A chunk's rows; turns folded under a repeated call after their first."""
+    out: list[str] = []
+    for row in rows:
+        _row_into(out, row, frame)
+        if row.repeats:
+            last = row.repeats[-1]
+            n = len(row.repeats)
+            errors = row.repeat_errors
+            badge = (
+                f' <span class="badge warn">{errors} tool error{"s" if errors != 1 else ""}</span>'
+                if errors
+                else ""
+            )
+            out.append(
+                f'\n      <details class="repeats"><summary>the same call {n} more '
+                f"time{'s' if n != 1 else ''} (rows {row.repeats[0].number}&ndash;"
+                f"{last.number}){badge}</summary>\n      "
+            )
+            for repeat in row.repeats:
+                _row_into(out, repeat, frame)
+            out.append("\n      </details>")
+    return "".join(out)
+
+
+class Deferred:
+    """HTML kept out of the template engine's strings: a tag leaves a marker in its place
+    (`put`), and the view puts the HTML into the response's bytes (`fill`). A chunk's
+    rows are most of a page (~0.8 MB): each level of template that holds them copied them
+    again, and content in wide characters (CJK, emoji) widened the whole page before it
+    was encoded."""
+
+    def __init__(self) -> None:
+        self.parts: dict[bytes, str] = {}
+
+    def put(self, html: str) -> str:
+        # Content cannot forge a marker: it is escaped, and the marker is random.
+        marker = f"<!--deferred-{secrets.token_hex(8)}-->"
+        self.parts[marker.encode()] = html
+        return marker
+
+    def fill(self, response: Any) -> Any:
+        content = response.content
+        for marker, html in self.parts.items():
+            before, found, after = content.partition(marker)
+            if found:
+                content = b"".join((before, html.encode(), after))
+        response.content = content
+        return response

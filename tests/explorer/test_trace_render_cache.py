@@ -1,0 +1,143 @@
+"""The trace page's render cache (Block.rendered, explorer/trace_page.py): the first page
+that shows a block keeps what it drew of it; the pages after draw the same from it, with
+what depends on the reader (rewards, labels, who may edit) drawn for each response."""
+
+import re
+
+import pytest
+
+from explorer import trace_page
+from explorer.render.effort import Effort
+from tests.explorer.conftest import PNG_URL, import_traces
+from tests.explorer.test_trace_view import page_url
+from traces.models import Block, Trace
+from traces.services.annotations import annotation_create, block_extra_patch, label_create
+
+CSRF = re.compile(r'name="csrfmiddlewaretoken" value="[^"]+"|"X-CSRFToken": "[^"]+"')
+
+
+def _page(client, trace: Trace) -> str:
+    response = client.get(page_url(trace))
+    assert response.status_code == 200
+    return CSRF.sub("csrf", response.content.decode())
+
+
+@pytest.fixture
+def chat_trace(org) -> Trace:
+    events = [
+        {"role": "system", "content": "Be **brief**."},
+        {"role": "user", "content": "Find the *weather* in `Paris`."},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "function": {"name": "weather", "arguments": '{"city": "Paris"}'}},
+            ],
+        },  # fmt: skip
+        {"role": "tool", "tool_call_id": "c1", "content": '{"forecast": "22°C"}'},
+        {"role": "assistant", "content": "```python\nprint('22°C')\n```\nIt is **22°C**."},
+    ]
+    return import_traces(org, "render-cache", [events])[0]
+
+
+@pytest.fixture
+def counted_renderers(monkeypatch) -> list[str]:
+    """The sub types whose bodies were drawn (not taken from the cache), in order."""
+    drawn: list[str] = []
+
+    def counting(name, render):
+        def run(value, budget, ctx, metadata):
+            drawn.append(name)
+            return render(value, budget, ctx, metadata)
+
+        return run
+
+    renderers = {name: counting(name, r) for name, r in trace_page.BODY_RENDERERS.items()}
+    monkeypatch.setattr(trace_page, "BODY_RENDERERS", renderers)
+    return drawn
+
+
+def _rendered(trace: Trace) -> dict[str, str | None]:
+    return dict(Block.objects.filter(trace=trace).values_list("id", "rendered"))
+
+
+def test_the_first_page_keeps_what_it_drew_and_the_next_draws_the_same_from_it(
+    member_client, chat_trace, counted_renderers
+):
+    assert set(_rendered(chat_trace).values()) == {None}
+    first = _page(member_client, chat_trace)
+    assert len(counted_renderers) == chat_trace.block_count
+    stored = _rendered(chat_trace)
+    assert all(text.startswith(trace_page.RENDER_VERSION) for text in stored.values())
+
+    counted_renderers.clear()
+    second = _page(member_client, chat_trace)
+    assert counted_renderers == []  # nothing formatted again
+    assert second == first
+    assert "<strong>brief</strong>" in second and '<span class="k">print</span>' not in second
+    assert 'class="code hl"' in second
+
+
+def test_an_entry_of_another_renderer_version_is_drawn_again_and_replaced(
+    member_client, chat_trace, counted_renderers
+):
+    first = _page(member_client, chat_trace)
+    Block.objects.filter(trace=chat_trace).update(rendered='0123456789abcdef{"body": "stale"}')
+    counted_renderers.clear()
+    again = _page(member_client, chat_trace)
+    assert again == first and "stale" not in again
+    assert len(counted_renderers) == chat_trace.block_count
+    assert all(t.startswith(trace_page.RENDER_VERSION) for t in _rendered(chat_trace).values())
+
+
+def test_rewards_labels_and_who_may_edit_are_drawn_for_each_response(
+    member_client, viewer_client, chat_trace
+):
+    _page(member_client, chat_trace)  # fills the cache, as a member
+    message = Block.objects.get(trace=chat_trace, number=2)
+    block_extra_patch(block=message, patch={"reward": 0.25})
+    label_create(dataset=chat_trace.dataset, name="wrong-city")
+    annotation_create(trace=chat_trace, label="wrong-city", block_id=message.pk)
+
+    html = _page(member_client, chat_trace)
+    assert f'id="reward-{message.pk}"' in html and 'value="0.25"' in html
+    assert ">wrong-city</a>" in html
+    assert html.count('<form class="reward reward-block') == chat_trace.block_count
+
+    as_viewer = _page(viewer_client, chat_trace)
+    assert '<form class="reward reward-block' not in as_viewer
+    assert "reward <b>0.25</b>" in as_viewer and ">wrong-city</a>" in as_viewer
+
+
+def test_blocks_drawn_after_the_effort_allowance_ran_out_are_not_kept(
+    member_client, chat_trace, monkeypatch
+):
+    # A response with no formatting time left draws Markdown as plain text...
+    monkeypatch.setattr(trace_page, "Effort", lambda: Effort(seconds=0))
+    plain = _page(member_client, chat_trace)
+    assert "<strong>brief</strong>" not in plain and "Be **brief**." in plain
+    assert set(_rendered(chat_trace).values()) == {None}
+    # ... which the next response, with its own allowance, does not inherit.
+    monkeypatch.setattr(trace_page, "Effort", Effort)
+    assert "<strong>brief</strong>" in _page(member_client, chat_trace)
+
+
+def test_a_block_that_shows_a_stored_image_is_drawn_for_each_response(member_client, org):
+    [trace] = import_traces(org, "render-cache-image", [[
+        {"role": "user", "content": [{"type": "image_url", "image_url": {"url": PNG_URL}}]},
+        {"role": "assistant", "content": "A tiny picture."},
+    ]])  # fmt: skip
+    html = _page(member_client, trace)
+    assert 'class="trace-img"' in html
+    kept = _rendered(trace)
+    [image_block] = Block.objects.filter(trace=trace, number=1)
+    assert kept[image_block.pk] is None  # its type may come later than the block
+    assert sum(text is not None for text in kept.values()) == 1
+
+
+def test_a_row_of_the_kinds_table_is_part_of_the_entry(member_client, chat_trace, monkeypatch):
+    _page(member_client, chat_trace)
+    call = trace_page.kinds.BY_SUB_TYPE["TOOL_CALL"]
+    relabelled = type(call)(**{**call.__dict__, "label": "invocation"})
+    monkeypatch.setitem(trace_page.kinds.BY_SUB_TYPE, "TOOL_CALL", relabelled)
+    assert '<span class="kind-label">invocation</span>' in _page(member_client, chat_trace)
