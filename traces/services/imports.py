@@ -30,6 +30,7 @@ from traces.bulk import (
     TRACE_COUNT_COLUMNS,
     adapt_datetime,
     insert_rows,
+    parents_made_in_trace,
 )
 from traces.checks import Limits, check_json_depth, check_no_nul
 from traces.errors import ImportFailed, ValidationFailed
@@ -266,7 +267,10 @@ class _Spool:
             *TRACE_COLUMNS, "content_hash", *TRACE_COUNT_COLUMNS, *USAGE_COLUMNS, "task", "trial"
         )  # fmt: skip
         _insert_in_chunks(Trace._meta.db_table, columns, rows)
-        self.blocks.insert()
+        # Every parent id was made from a block of the same trace (events.py's
+        # `parents`, a block array's `block_ids`), so the per-row check is not needed.
+        with parents_made_in_trace():
+            self.blocks.insert()
         self._write_errors()
         self._write_failures(dataset)
         image_ids = self._write_images(dataset.organization_id)
