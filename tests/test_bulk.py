@@ -29,9 +29,7 @@ def parent_in_other_trace(org) -> Block:
     """A block whose parent is a MESSAGE of another trace (the trigger refuses it)."""
     dataset = Dataset.objects.create(organization=org, name="two")
     now = timezone.now()
-    one, two = (
-        Trace.objects.create(organization=org, dataset=dataset, index=n) for n in (0, 1)
-    )
+    one, two = (Trace.objects.create(organization=org, dataset=dataset, index=n) for n in (0, 1))
     message = Block.objects.create(
         trace=one, block_type="MESSAGE", sub_type="MESSAGE",
         payload={"role": "user", "content": "hi"}, created_at=now, updated_at=now,
