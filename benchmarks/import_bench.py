@@ -14,6 +14,8 @@ deleted at the end.
 
 import gc
 import multiprocessing
+import os
+import re
 import resource
 import sys
 import tempfile
@@ -47,6 +49,7 @@ from traces.models import (
     TraceEvent,
     TraceImage,
 )
+from traces.selectors.search import traces_matching
 from traces.services.imports import FLUSH_ROWS, trace_import
 from traces.validation import reward_of
 
@@ -63,6 +66,10 @@ class Phase:
     seconds: float
     blocks: int
     peak_growth_mb: float
+    # CPU seconds of the child (user + system): on SQLite all of the work, on PostgreSQL
+    # the client's only. On a loaded machine it moves less than the wall time.
+    cpu_seconds: float = 0.0
+    load: float = 0.0  # the 1-minute load average when the phase began
 
     @property
     def rate(self) -> float:
@@ -125,6 +132,7 @@ def run(options: Mapping[str, Any], log: Callable[[str], None]) -> str:
                 floor = in_child("floor", lambda: raw_floor(path, floor_dataset))
             log("import: trace_import ...")
             imported = in_child("import", lambda: timed_import(path, organization, f"import-{tag}"))
+            found = search_finds(path, organization, f"import-{tag}")
             long_mb = options.get("long_trace_mb", 0.0) or 0.0
             if long_mb > 0:
                 long = generate_long_trace(
@@ -139,7 +147,36 @@ def run(options: Mapping[str, Any], log: Callable[[str], None]) -> str:
         finally:
             log("cleaning up ...")
             delete_organization_rows(organization)
-    return _render(generated, imported, floor, long_result)
+    return _render(generated, imported, floor, long_result, found)
+
+
+def _probe_word(path: Path) -> str | None:
+    """A word of the last trace's messages (8 letters or more), for the search check."""
+    last = b""
+    with open(path, "rb") as stream:
+        for line in stream:
+            if line.strip():
+                last = line
+    try:
+        messages = orjson.loads(last).get("messages") or []
+    except (orjson.JSONDecodeError, AttributeError):
+        return None
+    for event in messages:
+        content = event.get("content") if isinstance(event, dict) else None
+        if isinstance(content, str) and (word := re.search(r"[A-Za-z]{8,}", content)):
+            return word.group()
+    return None
+
+
+def search_finds(path: Path, organization: Organization, dataset_name: str) -> str:
+    """Whether the trace list's search finds a word of the imported text as soon as the
+    import has returned (no index built later): "yes (word)", "NO (word)", or why not
+    checked."""
+    word = _probe_word(path)
+    if word is None:
+        return "not checked (no word of 8 letters in the last trace)"
+    traces = Trace.objects.filter(organization=organization, dataset__name=dataset_name)
+    return f"{'yes' if traces_matching(traces=traces, text=word).exists() else 'NO'} ({word!r})"
 
 
 def timed_import(path: Path, organization: Organization, dataset_name: str) -> int:
@@ -301,8 +338,8 @@ def in_child(name: str, work: Callable[[], int]) -> Phase:
     child.join()
     if message[0] != "ok":
         raise RuntimeError(f"phase {name} failed (exit code {child.exitcode}):\n{message[1]}")
-    _, seconds, blocks, growth = message
-    return Phase(name, seconds, blocks, growth)
+    _, seconds, blocks, growth, cpu, load = message
+    return Phase(name, seconds, blocks, growth, cpu, load)
 
 
 # The parent's connections as the child found them: kept referenced, never used or closed.
@@ -332,10 +369,11 @@ def _child(work: Callable[[], int], sender: Connection) -> None:
     _forget_inherited_connections()
     try:
         baseline = _reset_peak()
-        started = time.perf_counter()
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+        started, cpu = time.perf_counter(), time.process_time()
         blocks = work()
-        seconds = time.perf_counter() - started
-        sender.send(("ok", seconds, blocks, (_peak() - baseline) / MB))
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+        sender.send(("ok", seconds, blocks, (_peak() - baseline) / MB, cpu, load))
     except BaseException:
         sender.send(("error", traceback.format_exc()))
     finally:
@@ -400,6 +438,7 @@ def _render(
     imported: Phase,
     floor: Phase,
     long_result: tuple[Generated, Phase] | None = None,
+    found: str = "",
 ) -> str:
     ratio = imported.seconds / floor.seconds if floor.seconds else float("inf")
     vendor = connection.vendor
@@ -413,17 +452,27 @@ def _render(
         "index, constraint or trigger, in this run",
         "peak memory: growth of the peak RSS (VmHWM of /proc, reset at start) of a forked "
         "child that runs the phase",
-        f"{'phase':<8}{'seconds':>10}{'blocks':>10}{'blocks/s':>12}{'peak memory growth':>21}",
+        "CPU: seconds of CPU of the child process (on PostgreSQL without the server's); "
+        "load: the 1-minute load average when the phase began "
+        f"({os.cpu_count()} CPUs)",
+        f"{'phase':<8}{'seconds':>10}{'blocks':>10}{'blocks/s':>12}{'peak memory growth':>21}"
+        f"{'CPU':>9}{'load':>7}",
     ]
     for phase in (imported, floor):
         lines.append(
             f"{phase.name:<8}{phase.seconds:>10.2f}{phase.blocks:>10}{phase.rate:>12.0f}"
-            f"{phase.peak_growth_mb:>18.1f} MB"
+            f"{phase.peak_growth_mb:>18.1f} MB{phase.cpu_seconds:>9.2f}{phase.load:>7.2f}"
         )
     lines.append(
         f"ratio import/floor: {ratio:.2f} (target <= {TARGET_RATIO}) "
         f"{'PASS' if ratio <= TARGET_RATIO else 'FAIL'}"
     )
+    if vendor == "sqlite" and floor.cpu_seconds:
+        # SQLite works in the process: its CPU is all of the work, and moves less than the
+        # wall time when other processes share the cores.
+        lines.append(f"CPU ratio import/floor: {imported.cpu_seconds / floor.cpu_seconds:.2f}")
+    if found:
+        lines.append(f"search finds imported text when the import returns: {found}")
     memory = imported.peak_growth_mb
     lines.append(
         f"peak memory growth: {memory:.0f} MB (target <= {memory_target:.0f} MB) "

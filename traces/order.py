@@ -21,14 +21,17 @@ per-kind counts kept on the Trace row (`block_counts`).
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from traces import kinds
 
 ORPHANS = "ORPHAN"  # the key of the orphan count in Trace.block_counts
 
 
-@dataclass(frozen=True)
-class Place:
+class Place(NamedTuple):
+    """A tuple, not a frozen dataclass: an import makes two a block, and a frozen
+    dataclass costs several times a tuple to make."""
+
     turn: int | None
     act: int = 0
     step: int = 0
@@ -53,11 +56,15 @@ class TraceOrder:
         return self.acts[turn]
 
 
-def _depth(sub_type: str) -> int:
+def _kind_depth(sub_type: str) -> int:
     depth, kind = 0, kinds.BY_SUB_TYPE[sub_type]
     while kind.parent is not None:
         depth, kind = depth + 1, kinds.BY_SUB_TYPE[kind.parent]
     return depth
+
+
+# How far below a MESSAGE each kind hangs (0, 1 or 2), worked out once, not per block.
+_DEPTH = {sub_type: _kind_depth(sub_type) for sub_type in kinds.SUB_TYPES}
 
 
 def place_block(
@@ -70,7 +77,7 @@ def place_block(
 ) -> Place:
     """The place of a new block, appended after every block `order` knows of."""
     kind = kinds.BY_SUB_TYPE[sub_type]
-    depth = _depth(sub_type)
+    depth = _DEPTH[sub_type]
     if kind.parent is None:
         place = Place(order.turns)
         order.turns += 1

@@ -31,6 +31,11 @@ def test_import_benchmark_runs_at_a_tiny_size() -> None:
     assert re.search(r"database (sqlite|postgresql)$", text, re.M), text
     assert re.search(r"^floor: orjson parse of every line \+ .* no index, constraint", text, re.M)
     assert re.search(r"^ratio import/floor: \d+\.\d\d \(target <= 2\.0\) (PASS|FAIL)$", text, re.M)
+    assert re.search(r"^search finds imported text when the import returns: yes \('", text, re.M)
+    phases = re.findall(r"^(?:import|floor)\s.* MB\s+(\d+\.\d\d)\s+(\d+\.\d\d)$", text, re.M)
+    assert len(phases) == 2 and all(float(cpu) > 0 for cpu, _ in phases), text
+    if connection.vendor == "sqlite":
+        assert re.search(r"^CPU ratio import/floor: \d+\.\d\d$", text, re.M), text
     assert re.search(r"^peak memory growth: \d+ MB \(target <= \d+ MB\) (PASS|FAIL)$", text, re.M)
     assert re.search(
         r"^long trace: one trace of [\d.]+ MB \(\d+ events\) .* = [\d.]+x the trace "

@@ -21,6 +21,9 @@ TOOL_ROLES = ("tool", "function", "ipython")
 
 
 Emit = Callable[[BlockDraft], None]
+# An import's blocks have no trace yet to name in error details: one (frozen) Context for
+# all, rather than a new one a block.
+_NO_CONTEXT = Context()
 
 
 class _Trace:
@@ -37,9 +40,10 @@ class _Trace:
         self.depth_checked = depth_checked
         self.emit = emit
         self.count = 0  # blocks made
-        # Block index -> (id, sub type, call_id) of the blocks a later block may hang
-        # under: the current event's MESSAGE and every TOOL_CALL.
-        self.parents: dict[int, tuple[str, str, str | None]] = {}
+        # Block index -> (id, what validation is told of it) of the blocks a later block
+        # may hang under: the current event's MESSAGE and every TOOL_CALL. The ParentInfo
+        # is made once a parent, not once a child.
+        self.parents: dict[int, tuple[str, ParentInfo]] = {}
         self.message: int | None = None  # the current event's MESSAGE, if any
         self.images: dict[str, Any] = {}
         self.problems: list[dict[str, Any]] = []
@@ -77,14 +81,14 @@ class _Trace:
         `is_error`: a TOOL_RESULT the format marks as a tool error."""
         parent_info = parent_id = None
         if parent is not None:
-            parent_id, parent_sub_type, parent_call_id = self.parents[parent]
-            parent_info = ParentInfo(id=None, sub_type=parent_sub_type, call_id=parent_call_id)
+            parent_id, parent_info = self.parents[parent]
         try:
             valid = validate_block(
                 sub_type=sub_type,
                 payload=payload,
                 parent=parent_info,
                 limits=self.limits,
+                ctx=_NO_CONTEXT,
                 strict=False,
                 depth_checked=self.depth_checked,
             )
@@ -101,7 +105,8 @@ class _Trace:
         index, block_id = self.count, ids.block_id()
         self.count += 1
         if valid.sub_type in ("MESSAGE", "TOOL_CALL"):
-            self.parents[index] = (block_id, valid.sub_type, valid.call_id)
+            info = ParentInfo(id=None, sub_type=valid.sub_type, call_id=valid.call_id)
+            self.parents[index] = (block_id, info)
         self.emit(
             BlockDraft(
                 sub_type=valid.sub_type,

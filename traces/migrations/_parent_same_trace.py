@@ -21,9 +21,14 @@ _CHECK = """
         WHERE p.id = NEW.parent_block_id AND p.trace_id = NEW.trace_id)
     BEGIN SELECT RAISE(ABORT, 'block_parent_same_trace: parent must be in the same trace'); END
 """
+# The insert trigger alone: a trusted bulk write (traces/bulk.py) lifts it for its own
+# transaction and puts it back before the commit.
+SQLITE_INSERT_TRIGGER = "block_parent_same_trace_insert"
+SQLITE_INSERT_UP = (
+    f"CREATE TRIGGER IF NOT EXISTS {SQLITE_INSERT_TRIGGER} BEFORE INSERT ON traces_block" + _CHECK
+)
 SQLITE_UP = [
-    "CREATE TRIGGER IF NOT EXISTS block_parent_same_trace_insert "
-    "BEFORE INSERT ON traces_block" + _CHECK,
+    SQLITE_INSERT_UP,
     "CREATE TRIGGER IF NOT EXISTS block_parent_same_trace_update "
     "BEFORE UPDATE OF parent_block_id, trace_id ON traces_block" + _CHECK,
 ]

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any, BinaryIO
 
+import orjson
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
@@ -31,6 +32,7 @@ from traces.bulk import (
     adapt_datetime,
     insert_rows,
     new_uuid,
+    parents_made_in_trace,
 )
 from traces.checks import Limits, check_json_depth, check_no_nul
 from traces.errors import ImportFailed, ValidationFailed
@@ -168,17 +170,22 @@ class _Spool:
         then the failure's mark (Who&When) and its tool error noted. Raises TypeError for
         what JSON cannot keep (the rows already spooled do not matter then: a problem
         means nothing is written)."""
-        dumps, now = self.blocks.json, self.stamp
-        payload = dumps(b.payload)
-        raw = None if b.raw is None else dumps(b.raw)
-        metadata = dumps(b.metadata)
-        content = trace.content
-        content.update(_hash_part(f"{b.sub_type} {b.parent}"))
-        for part in (payload, dumps(None) if raw is None else raw, metadata):
-            content.update(_hash_part(part))
+        # Encoded once, as bytes: the hash reads them, and SQLite's rows take them as text.
+        payload = orjson.dumps(b.payload)
+        raw = None if b.raw is None else orjson.dumps(b.raw)
+        metadata = orjson.dumps(b.metadata)
+        # One update of the same bytes as one per field: the same hash as before.
+        head = f"{b.sub_type} {b.parent}".encode()
+        trace.content.update(
+            b"".join((
+                _length(head), head, _length(payload), payload,
+                *((_NULL_PART,) if raw is None else (_length(raw), raw)),
+                _length(metadata), metadata,
+            ))
+        )  # fmt: skip
         if trace.failure_step is not None and mark_failure(trace.metadata, b, block_id):
             trace.failure_step = None
-            metadata = dumps(b.metadata)
+            metadata = orjson.dumps(b.metadata)
         if b.is_error:
             self.error_blocks.append(block_id)
             self.trace_errors[trace.id] = self.trace_errors.get(trace.id, 0) + 1
@@ -186,13 +193,19 @@ class _Spool:
             trace.spooled_from = self.blocks.mark()
         place = trace.placer.add(b.sub_type, b.parent, b.result_seq)
         trace.blocks += 1
+        extra = b"{}" if type(b.extra) is dict and not b.extra else orjson.dumps(b.extra)
+        size = len(payload) + (0 if raw is None else len(raw))
+        if not self.blocks.copy_text:  # SQLite: text columns
+            payload, metadata, extra = payload.decode(), metadata.decode(), extra.decode()
+            raw = None if raw is None else raw.decode()
+        now = self.stamp
         self.blocks.add(
             (
                 block_id, trace.id, b.block_type, b.sub_type, parent_id,
-                payload, metadata, raw, dumps(b.extra), b.call_id, b.result_seq,
+                payload, metadata, raw, extra, b.call_id, b.result_seq,
                 now, now, place.turn, place.act, place.step, trace.blocks,
             ),
-            len(payload) + (0 if raw is None else len(raw)),
+            size,
         )  # fmt: skip
 
     def trace(self, trace: "_TraceState", draft: TraceDraft, converted: ConvertedTrace) -> bool:
@@ -290,7 +303,10 @@ class _Spool:
             "uuid",
         )  # fmt: skip
         _insert_in_chunks(Trace._meta.db_table, columns, rows)
-        self.blocks.insert()
+        # Every parent id was made from a block of the same trace (events.py's
+        # `parents`, a block array's `block_ids`), so the per-row check is not needed.
+        with parents_made_in_trace():
+            self.blocks.insert()
         self._write_errors()
         self._write_failures(dataset)
         image_ids = self._write_images(dataset.organization_id)
@@ -396,6 +412,14 @@ class _TraceState:
             content.update(_hash_part(jsontext.dumps(self.metadata)))
             self._content = content
         return self._content
+
+
+def _length(data: bytes) -> bytes:
+    """The prefix of one field of a trace's content hash: its length."""
+    return len(data).to_bytes(8, "big")
+
+
+_NULL_PART = _length(b"null") + b"null"  # a block without `raw`
 
 
 def _hash_part(part: str | bytes) -> bytes:
