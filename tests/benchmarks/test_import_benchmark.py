@@ -4,6 +4,7 @@ from io import StringIO
 import orjson
 import pytest
 from django.core.management import call_command
+from django.db import connection
 
 from benchmarks.realruns import generate_real
 from tests.conftest import FIXTURES

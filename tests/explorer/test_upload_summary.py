@@ -144,5 +144,5 @@ def test_the_summary_says_which_dataset_metadata_was_not_written(member_client, 
         URL, {"files": files, "name": "evals", "organization": org.slug}, follow=True
     ).content.decode()
     said = text(page)
-    assert "The files disagree on the dataset metadata accuracy : it was not set" in said
+    assert "Not every file gives the same accuracy : each trace keeps its own file" in said
     assert "<b>k</b>" not in summary(page)  # a key is content: escaped

@@ -8,7 +8,7 @@ import io
 
 import orjson
 
-from traces.models import Dataset
+from traces.models import Dataset, Trace
 from traces.services.datasets import dataset_create, dataset_update
 from traces.services.imports import SKIPPED_IN_DATASET, SKIPPED_IN_UPLOAD, trace_import
 
@@ -51,6 +51,44 @@ def test_keys_the_files_of_one_upload_disagree_on_are_not_set(org):
         {"key": "accuracy", "file": "c.jsonl", "reason": SKIPPED_IN_UPLOAD},
     ]
     assert result.traces == 3
+    by_question = {
+        t.metadata.get("accuracy"): t.name for t in Trace.objects.filter(dataset=dataset)
+    }
+    assert set(by_question) == {0.75, 0.25, 0.0}
+    assert all("suite" not in t.metadata for t in Trace.objects.filter(dataset=dataset))
+
+
+def test_a_key_only_some_files_give_goes_to_their_traces_not_the_dataset(org):
+    dataset = dataset_create(organization=org, name="mixed")
+    result = upload(
+        org,
+        dataset,
+        ("a.jsonl", jsonl({"model": "m1", "k": 1}, "one")),
+        ("b.jsonl", jsonl({"k": True}, "two")),  # 1 and true are not the same value
+        ("c.jsonl", b'{"messages": [{"role": "user", "content": "three"}]}\n'),
+    )
+    assert Dataset.objects.get(pk=dataset.pk).metadata == {}
+    metadata = {
+        t.metadata.get("model", "-") + str(t.metadata.get("k", "-")): t.index
+        for t in Trace.objects.filter(dataset=dataset)
+    }
+    assert metadata == {"m11": 0, "-True": 1, "--": 2}
+    assert {(kept["key"], kept["file"]) for kept in result.metadata_kept} == {
+        ("model", "a.jsonl"),
+        ("k", "a.jsonl"),
+        ("k", "b.jsonl"),
+    }
+
+
+def test_a_traces_own_key_wins_over_its_files(org):
+    dataset = dataset_create(organization=org, name="own")
+    trace = {"messages": [{"role": "user", "content": "q"}], "metadata": {"model": "mine"}}
+    own = orjson.dumps({"metadata": {"model": "file"}}) + b"\n" + orjson.dumps(trace) + b"\n"
+    upload(org, dataset, ("a.jsonl", own), ("b.jsonl", jsonl({"model": "other"}, "two")))
+    assert sorted(t.metadata["model"] for t in Trace.objects.filter(dataset=dataset)) == [
+        "mine",
+        "other",
+    ]
 
 
 def test_files_that_agree_set_the_key_and_report_nothing(org):

@@ -1,6 +1,7 @@
 from collections.abc import Callable
 from typing import Any
 
+import orjson
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
@@ -179,4 +180,16 @@ def metadata_kept(*, stored: Any, brought: dict[str, Any]) -> list[str]:
     """The keys of `brought` that `dataset_metadata_add` leaves as stored: set already, to
     another value."""
     stored = stored if isinstance(stored, dict) else {}
-    return [key for key, value in brought.items() if key in stored and stored[key] != value]
+    return [
+        key for key, value in brought.items() if key in stored and not same_json(stored[key], value)
+    ]
+
+
+def same_json(a: Any, b: Any) -> bool:
+    """Whether two JSON values are the same value: of the same types (Python's `1 == True`
+    and `1 == 1.0` do not count) with objects' keys in any order."""
+    option = orjson.OPT_SORT_KEYS
+    try:
+        return orjson.dumps(a, option=option) == orjson.dumps(b, option=option)
+    except (TypeError, orjson.JSONEncodeError):
+        return a == b

@@ -59,6 +59,7 @@ from traces.services.datasets import (
     dataset_metadata_add,
     dataset_name_check,
     metadata_kept,
+    same_json,
 )
 from traces.spool import RecordSpool, RowSpool
 from traces.trials import trace_task_trial
@@ -85,9 +86,10 @@ class ImportResult:
     # What each file gave, in upload order: {"file", "format", "traces", "blocks",
     # "skipped"} (its traces written, their blocks, its duplicates left out).
     files: list[dict[str, Any]] = field(default_factory=list)
-    # Dataset metadata the upload brought that was not written: {"key", "file", "reason"}
-    # each; the reason is SKIPPED_IN_DATASET (the dataset has the key: its value is kept)
-    # or SKIPPED_IN_UPLOAD (the upload's files disagree on it: each file is named).
+    # Dataset metadata the upload brought that the dataset was not given: {"key", "file",
+    # "reason"} each; the reason is SKIPPED_IN_DATASET (the dataset has the key: its value
+    # is kept) or SKIPPED_IN_UPLOAD (the files do not all give it the same value: it went
+    # to the traces of each file named).
     metadata_kept: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -148,10 +150,15 @@ class _Spool:
         self.images = RecordSpool()
         self.links = RecordSpool()
         self.image_shas: set[str] = set()
-        self.dataset_metadata: dict[str, Any] = {}
-        self.dataset_metadata_from: dict[str, str] = {}  # key -> the file that gave it
+        # Each file's dataset metadata (a JSONL's first line, an eval's), by the file's
+        # place in the upload; the file being read.
+        self.file_metadata: list[dict[str, Any]] = []
+        self.file_names: list[str] = []
+        self.file = -1
+        self.dataset_metadata: dict[str, Any] = {}  # what the dataset is given
         self.metadata_kept: list[dict[str, Any]] = []
-        self.metadata_disagreed: set[str] = set()
+        # Per file, the keys its traces take since the dataset is not given them.
+        self.trace_metadata: list[dict[str, Any]] = []
         # Tool errors (few): their block ids, and how many each trace has.
         self.error_blocks: list[str] = []
         self.trace_errors: dict[str, int] = {}
@@ -239,7 +246,7 @@ class _Spool:
         self.traces.add(
             (trace_id, name[:500], metadata_text,
              trace_reward(extra={}, metadata=metadata), trace.blocks, content_hash,
-             jsontext.dumps(trace.placer.counts), (*draft.usage.row(), task, trial)),
+             jsontext.dumps(trace.placer.counts), (*draft.usage.row(), task, trial), self.file),
             len(metadata_text),
         )  # fmt: skip
         for sha, image in converted.images.items():
@@ -287,14 +294,57 @@ class _Spool:
                 chunk = trace_ids[start : start + FLUSH_ROWS]
                 Trace.objects.filter(id__in=chunk).update(tool_errors=count)
 
+    def settle_metadata(self) -> None:
+        """Which dataset metadata the files give the dataset, and which their traces keep.
+        One file gives the dataset its metadata. Of several, a key goes to the dataset
+        only when every file gives it the same value (several evals' accuracies, runs of
+        several models, a key of one format only describe some traces, not the dataset):
+        the traces of each file that gave it keep it (a key of their own wins)."""
+        given = [m for m in self.file_metadata]
+        if not given:
+            return
+        if len(given) == 1:
+            self.dataset_metadata = dict(given[0])
+            self.trace_metadata = [{}]
+            return
+        first = given[0]
+        agreed = {
+            key: value
+            for key, value in first.items()
+            if all(key in other and same_json(other[key], value) for other in given[1:])
+        }
+        self.dataset_metadata = agreed
+        self.trace_metadata = [
+            {key: value for key, value in m.items() if key not in agreed} for m in given
+        ]
+        disagreed: dict[str, list[int]] = {}
+        for n, own in enumerate(self.trace_metadata):
+            for key in own:
+                disagreed.setdefault(key, []).append(n)
+        self.metadata_kept += [
+            {"key": key, "file": self.file_names[n], "reason": SKIPPED_IN_UPLOAD}
+            for key, files in disagreed.items()
+            for n in files
+        ]
+
+    def _with_file_metadata(self, metadata_text: str, file: int) -> str:
+        own = self.trace_metadata[file] if 0 <= file < len(self.trace_metadata) else None
+        if not own:
+            return metadata_text
+        metadata = jsontext.loads(metadata_text)
+        if not isinstance(metadata, dict):
+            return metadata_text
+        return jsontext.dumps({**own, **metadata})
+
     def write(self, *, dataset: Dataset, first_index: int) -> None:
         """Every spooled row, in the current transaction."""
         now = self.stamp
         org_id, dataset_id = dataset.organization_id, dataset.pk
         rows = (
-            (trace_id, org_id, dataset_id, first_index + n, name, metadata, "{}", reward,
+            (trace_id, org_id, dataset_id, first_index + n, name,
+             self._with_file_metadata(metadata, file), "{}", reward,
              blocks, now, now, content_hash, counts, *derived, new_uuid())
-            for n, (trace_id, name, metadata, reward, blocks, content_hash, counts, derived)
+            for n, (trace_id, name, metadata, reward, blocks, content_hash, counts, derived, file)
             in enumerate(self.traces)
         )  # fmt: skip
         # derived: the usage figures, then the task and trial (traces/trials.py)
@@ -568,26 +618,9 @@ def _import_trace(
         unkeepable(exc)
 
 
-def _add_dataset_metadata(spool: _Spool, metadata: dict[str, Any], file_name: str) -> None:
-    """A file's dataset metadata, key by key. A key the files of one upload give different
-    values (the accuracies of several evals) is left out of the dataset's metadata, since
-    no one value is the dataset's; each trace keeps its own file's in its metadata, and
-    the result names the files."""
-    for key, value in metadata.items():
-        if key not in spool.dataset_metadata:
-            spool.dataset_metadata[key] = value
-            spool.dataset_metadata_from[key] = file_name
-        elif spool.dataset_metadata[key] != value:
-            if key not in spool.metadata_disagreed:
-                spool.metadata_disagreed.add(key)
-                spool.metadata_kept.append(
-                    {
-                        "key": key,
-                        "file": spool.dataset_metadata_from[key],
-                        "reason": SKIPPED_IN_UPLOAD,
-                    }
-                )
-            spool.metadata_kept.append({"key": key, "file": file_name, "reason": SKIPPED_IN_UPLOAD})
+def _add_dataset_metadata(spool: _Spool, metadata: dict[str, Any]) -> None:
+    """A file's dataset metadata (settled across files by `_Spool.settle_metadata`)."""
+    spool.file_metadata[spool.file].update(metadata)
 
 
 def _import_file(
@@ -620,7 +653,7 @@ def _import_file(
                 except ValidationFailed as exc:
                     problems.add(_with_file(problem_from_error({}, exc), name))
                 else:
-                    _add_dataset_metadata(spool, item.metadata, name)
+                    _add_dataset_metadata(spool, item.metadata)
             else:
                 _import_trace(item, spool=spool, problems=problems, limits=limits, file_name=name)
             # The trace is spooled: nothing of it stays in memory while the next is read.
@@ -759,6 +792,9 @@ def trace_import(
                 break  # the later files are not read
             # Django's uploaded files split lines at a lone \r too; the file inside does not.
             stream = getattr(stream, "file", stream)
+            spool.file += 1
+            spool.file_names.append(name)
+            spool.file_metadata.append({})
             before = (spool.traces.count, spool.blocks.count, len(spool.skipped))
             _import_file(
                 name, stream, spool=spool, problems=problems, formats=formats,
@@ -778,17 +814,17 @@ def trace_import(
             else:
                 dataset, _ = dataset_get_or_create(organization=organization, name=dataset_name)
             _refuse_traces_written_meanwhile(dataset=dataset, hashes=spool.spooled_hashes)
+            spool.settle_metadata()
             spool.write(dataset=dataset, first_index=dataset_lock_next_index(dataset=dataset))
             _refresh_statistics(spool.blocks.count)
-            brought = {
-                key: value
-                for key, value in spool.dataset_metadata.items()
-                if key not in spool.metadata_disagreed
-            }
-            kept = metadata_kept(stored=dataset.metadata, brought=brought)
+            brought = spool.dataset_metadata
+            first_giver = {}
+            for n, own in enumerate(spool.file_metadata):
+                for key in own:
+                    first_giver.setdefault(key, spool.file_names[n])
             spool.metadata_kept += [
-                {"key": key, "file": spool.dataset_metadata_from[key], "reason": SKIPPED_IN_DATASET}
-                for key in kept
+                {"key": key, "file": first_giver[key], "reason": SKIPPED_IN_DATASET}
+                for key in metadata_kept(stored=dataset.metadata, brought=brought)
             ]
             dataset = dataset_metadata_add(dataset=dataset, metadata=brought)
     finally:
