@@ -83,6 +83,18 @@ def test_groups_with_fewer_trials_are_left_out_of_the_mean_for_that_k(org):
     assert table.groups_counted == [3, 1]
 
 
+def test_traces_without_the_key_get_no_pass_at_k(org):
+    """Researcher: unrelated runs without a task id were shown as one task's trials."""
+    traces = [{"messages": chat(q), "metadata": {"reward": r}} for q, r in [("a", 1), ("b", 0)]]
+    traces.append({"messages": chat("c"), "metadata": {"task_id": "t", "reward": 1}})
+    dataset = import_lines(org, "untasked", traces)
+    table = rewards_by_key(traces=dataset.traces.all(), key="task_id")
+    missing = table.groups[-1]
+    assert missing.missing and missing.count == 2 and missing.mean == 0.5
+    assert missing.pass_at == [None] and missing.pass_hat == [None]
+    assert table.pass_at == [1.0]
+
+
 def test_k_is_at_most_five(org):
     traces = [{"messages": chat("q"), "metadata": {"task_id": "t", "reward": 1}}] * 7
     dataset = import_lines(org, "many-trials", traces)

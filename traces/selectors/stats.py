@@ -568,6 +568,9 @@ def rewards_by_key(
     groups = []
     for r in found:
         n, c = r["rewarded"], r["successes"]
+        # Traces without the key are no task's trials: no pass@k of them (their rewards
+        # still count in the mean of their row).
+        trials = ks if r["group_value"] is not None else []
         groups.append(
             Group(
                 value_json=r["group_value"],
@@ -575,8 +578,8 @@ def rewards_by_key(
                 rewarded=n,
                 mean=r["mean"],
                 successes=c,
-                pass_at=[pass_at_k(n, c, k) for k in ks],
-                pass_hat=[pass_hat_k(n, c, k) for k in ks],
+                pass_at=[pass_at_k(n, c, k) if k in trials else None for k in ks],
+                pass_hat=[pass_hat_k(n, c, k) if k in trials else None for k in ks],
             )
         )
     groups = _sorted_groups(groups, sort if group_sort_known(sort) else "value")
