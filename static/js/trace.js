@@ -142,8 +142,13 @@
 
     // A permalink to a block that is not on the page yet: ask the server for the rows
     // around it (?focus=), which works however far down the trace it is.
+    // `?focus=<block>` without `#<block>` (a link written by hand, an API's) opens there
+    // too.
     function showHash() {
-      const id = decodeURIComponent(window.location.hash.slice(1));
+      const id =
+        decodeURIComponent(window.location.hash.slice(1)) ||
+        new URL(window.location.href).searchParams.get("focus") ||
+        "";
       if (!/^[A-Za-z0-9_-]{1,64}$/.test(id)) return;
       const el = document.getElementById(id);
       if (el && el.matches("[data-block]")) {

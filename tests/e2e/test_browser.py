@@ -203,7 +203,9 @@ def test_sign_in_upload_see_accuracy_and_open_a_trace(
     expect(card.locator(".big").filter(has_text="reported").locator(".big-value")).to_have_text(
         "0.500"
     )
-    expect(card.locator(".computed-line")).to_contain_text("computed 0.667 over 3 of 3 traces")
+    expect(card.locator(".computed-line")).to_contain_text(
+        "computed 0.667 (the mean reward, partial credit included) over 3 of 3 traces"
+    )
     expect(card).to_contain_text("differs from the reported value by 0.167")
     expect(page.locator(".metadata-card")).to_contain_text("weather-e2e")
     expect(page.locator(".trace-table tbody tr")).to_have_count(3)
@@ -610,3 +612,20 @@ def test_the_pages_work_without_javascript(weather_traces, page_without_js, live
     page.click("#next-trace")
     page.wait_for_url(f"{live_server.url}/t/{lyon.pk}/")
     check_lanes(page, "Lyon")
+
+
+def test_a_focus_link_without_its_hash_opens_at_the_block(
+    page: Page, live_server, org, member, sign_in, console_errors
+):
+    """Researcher: `?focus=<block>` alone (a link written by hand) stayed at the top."""
+    events = [
+        {"role": "user" if n % 2 == 0 else "assistant", "content": f"message number {n + 1}"}
+        for n in range(200)
+    ]
+    (trace,) = import_lines(org, "focus-only", [events])
+    far = block_id(trace, "MESSAGE", content="message number 120")
+    sign_in(page, member.username)
+    page.goto(f"{live_server.url}/t/{trace.pk}/?focus={far}")
+    block = page.locator(f"#{far}")
+    expect(block).to_be_in_viewport()
+    expect(block).to_have_class(re.compile(r"\bis-current\b"))

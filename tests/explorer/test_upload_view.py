@@ -83,7 +83,8 @@ def test_upload_into_a_new_dataset_redirects_to_it(member_client, org):
         "benchmark": "demo",
     }
     page = member_client.get(response["Location"]).content.decode()
-    assert "Imported 3 traces" in page and "computed 0.333 over 3 of 3 traces" in page
+    assert "Imported 3 traces" in page
+    assert "computed 0.333 (the mean reward, partial credit included) over 3 of 3 traces" in page
 
 
 def test_upload_several_files_into_an_existing_dataset(member_client, tasks_dataset):

@@ -296,36 +296,27 @@ class _Spool:
 
     def settle_metadata(self) -> None:
         """Which dataset metadata the files give the dataset, and which their traces keep.
-        One file gives the dataset its metadata. Of several, a key goes to the dataset
-        only when every file gives it the same value (several evals' accuracies, runs of
-        several models, a key of one format only describe some traces, not the dataset):
-        the traces of each file that gave it keep it (a key of their own wins)."""
-        given = [m for m in self.file_metadata]
-        if not given:
+        Of the files that give dataset metadata, a key goes to the dataset only when every
+        one of them gives it the same value (several evals' accuracies, runs of several
+        models, a key of one format only describe some traces, not the dataset): else the
+        traces of each file that gave it keep it (a key of their own wins). Files that
+        give none (a plain JSONL beside one with a metadata line) have no say."""
+        givers = [n for n, given in enumerate(self.file_metadata) if given]
+        self.trace_metadata = [{} for _ in self.file_metadata]
+        if not givers:
             return
-        if len(given) == 1:
-            self.dataset_metadata = dict(given[0])
-            self.trace_metadata = [{}]
-            return
-        first = given[0]
-        agreed = {
+        first, others = self.file_metadata[givers[0]], [self.file_metadata[n] for n in givers[1:]]
+        self.dataset_metadata = {
             key: value
             for key, value in first.items()
-            if all(key in other and same_json(other[key], value) for other in given[1:])
+            if all(key in other and same_json(other[key], value) for other in others)
         }
-        self.dataset_metadata = agreed
-        self.trace_metadata = [
-            {key: value for key, value in m.items() if key not in agreed} for m in given
-        ]
-        disagreed: dict[str, list[int]] = {}
-        for n, own in enumerate(self.trace_metadata):
-            for key in own:
-                disagreed.setdefault(key, []).append(n)
-        self.metadata_kept += [
-            {"key": key, "file": self.file_names[n], "reason": SKIPPED_IN_UPLOAD}
-            for key, files in disagreed.items()
-            for n in files
-        ]
+        for n in givers:
+            own = {k: v for k, v in self.file_metadata[n].items() if k not in self.dataset_metadata}
+            self.trace_metadata[n] = own
+            self.metadata_kept += [
+                {"key": key, "file": self.file_names[n], "reason": SKIPPED_IN_UPLOAD} for key in own
+            ]
 
     def _with_file_metadata(self, metadata_text: str, file: int) -> str:
         own = self.trace_metadata[file] if 0 <= file < len(self.trace_metadata) else None
