@@ -154,3 +154,36 @@ def test_spans_past_the_trace_caps_are_refused_with_the_reason(org, settings):
     settings.OTEL_TRACE_MAX_BYTES = sum(OtelSpan.objects.values_list("size", flat=True)) + 10
     assert send(org, third).rejected == 1  # no room in bytes either
     assert OtelSpan.objects.count() == 2
+
+
+def test_spans_past_the_request_trace_cap_are_refused_with_the_reason(org, settings):
+    settings.OTEL_REQUEST_MAX_TRACES = 2
+    spans = [chat(n, [text("user", f"u{n}")], []) for n in range(1, 5)]
+    for n, s in enumerate(spans):
+        s["trace_id"] = f"{n + 1:032x}"
+    result = send(org, *spans)
+    assert result.rejected == 2
+    assert result.errors == ["2 spans refused: a request brings spans of at most 2 traces"]
+    assert Trace.objects.count() == 2 and OtelSpan.objects.count() == 2
+
+
+def test_spans_past_the_request_dataset_cap_are_refused_with_the_reason(org, settings):
+    settings.OTEL_REQUEST_MAX_DATASETS = 1
+    result = otel_spans_ingest(
+        organization=org,
+        spans=[
+            SpanIn({"service.name": f"svc{n}"}, chat(n, [text("user", "a")], []))
+            for n in range(1, 4)
+        ],
+    )
+    assert result.rejected == 2
+    assert "at most 1 datasets" in result.errors[0]
+    assert list(Trace.objects.values_list("dataset__name", flat=True)) == ["svc1"]
+
+
+def test_spans_past_the_request_span_cap_are_refused_with_the_reason(org, settings):
+    settings.OTEL_REQUEST_MAX_SPANS = 2
+    result = send(org, *[chat(n, [text("user", f"u{n}")], []) for n in range(1, 4)])
+    assert result.rejected == 1
+    assert "at most 2 spans" in result.errors[0]
+    assert OtelSpan.objects.count() == 2

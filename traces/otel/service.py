@@ -7,7 +7,7 @@ requests bringing spans of one trace take turns, so a span is stored once and a 
 made once, whatever races; the unique (trace, span_id) is the database's backstop.
 """
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -72,16 +72,30 @@ def otel_spans_ingest(*, organization: Organization, spans: list[SpanIn]) -> Ing
     reason; everything else is written in one transaction."""
     result = IngestResult(spans=len(spans))
     by_dataset: dict[str, list[SpanIn]] = defaultdict(list)
+    over: Counter[str] = Counter()  # the request's caps: spans refused past each
+    traces: set[tuple[str, str]] = set()
+    taken = 0
     for item in spans:
         if item.span is None:
             result.rejected += 1
             result.errors.append(item.problem)
             continue
         try:
-            by_dataset[dataset_name_check(dataset_name_of(item.resource))].append(item)
+            name = dataset_name_check(dataset_name_of(item.resource))
         except TraceStoreError as exc:
             result.rejected += 1
             result.errors.append(f"span {item.span['span_id']}: {exc.message}")
+            continue
+        cap = _request_cap(name, item.span["trace_id"], by_dataset, traces, taken)
+        if cap is not None:
+            over[cap] += 1
+            continue
+        taken += 1
+        traces.add((name, item.span["trace_id"]))
+        by_dataset[name].append(item)
+    for cap, count in over.items():
+        result.rejected += count
+        result.errors.append(f"{count} spans refused: {cap}")
     with transaction.atomic():
         # Datasets locked in one order by every request, so that two requests each
         # bringing spans of the same two datasets never wait on each other.
@@ -98,6 +112,18 @@ def otel_spans_ingest(*, organization: Organization, spans: list[SpanIn]) -> Ing
                     _grow(trace, trace_items[0].resource, result, arrived)
             Dataset.objects.filter(pk=dataset.pk).update(updated_at=timezone.now())
     return result
+
+
+def _request_cap(name: str, trace_id: str, by_dataset, traces, taken: int) -> str | None:
+    """Which of the request's caps this span is past, if any (the request's first
+    spans, traces and datasets are taken; the rest refused)."""
+    if taken >= settings.OTEL_REQUEST_MAX_SPANS:
+        return f"a request brings at most {settings.OTEL_REQUEST_MAX_SPANS} spans"
+    if name not in by_dataset and len(by_dataset) >= settings.OTEL_REQUEST_MAX_DATASETS:
+        return f"a request brings spans of at most {settings.OTEL_REQUEST_MAX_DATASETS} datasets"
+    if (name, trace_id) not in traces and len(traces) >= settings.OTEL_REQUEST_MAX_TRACES:
+        return f"a request brings spans of at most {settings.OTEL_REQUEST_MAX_TRACES} traces"
+    return None
 
 
 def _dataset_locked(organization: Organization, name: str) -> Dataset:
