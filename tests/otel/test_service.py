@@ -131,13 +131,25 @@ def test_deleting_the_dataset_or_the_trace_takes_its_spans(org):
     assert Block.objects.count() == 1
 
 
-def test_a_message_nested_past_the_stored_depth_is_refused_with_its_reason(org):
+def test_a_span_with_a_message_nested_past_the_stored_depth_is_refused_whole(org):
+    """Nothing of a refused span is kept: not its row, not its other blocks, and no
+    trace made for it alone."""
     deep = json.loads("[" * 200 + "]" * 200)
     message = {"role": "user", "parts": [{"type": "text", "content": "x"}], "k": deep}
     result = send(org, chat(1, [message, text("user", "fine")], []))
     assert result.rejected == 1
     assert "raw" in result.errors[0] and "deep" in result.errors[0]
-    assert [b.payload["content"] for b in Block.objects.all()] == ["fine"]
+    assert not (OtelSpan.objects.exists() or Trace.objects.exists() or Block.objects.exists())
+
+
+def test_a_refused_span_leaves_the_other_spans_of_its_trace(org):
+    deep = json.loads("[" * 200 + "]" * 200)
+    bad = {"role": "user", "parts": [{"type": "text", "content": "x"}], "k": deep}
+    good = chat(1, [text("user", "fine")], [text("assistant", "ok")])
+    result = send(org, good, chat(2, [text("user", "fine"), bad], []))
+    assert result.rejected == 1 and result.errors[0].startswith(f"span {2:016x}")
+    assert list(OtelSpan.objects.values_list("span_id", flat=True)) == [f"{1:016x}"]
+    assert [c for _, _, c in stitched(Trace.objects.get())] == ["fine", "ok"]
 
 
 def test_spans_past_the_trace_caps_are_refused_with_the_reason(org, settings):

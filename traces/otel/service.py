@@ -110,6 +110,10 @@ def otel_spans_ingest(*, organization: Organization, spans: list[SpanIn]) -> Ing
                 arrived = _store_spans(trace, trace_items, result)
                 if arrived:
                     _grow(trace, trace_items[0].resource, result, arrived)
+                if not OtelSpan.objects.filter(trace=trace).exists():
+                    # made for this request, all of whose spans were refused: no empty trace
+                    Trace.objects.filter(pk=trace.pk).delete()
+                    result.traces.discard(trace.pk)
             Dataset.objects.filter(pk=dataset.pk).update(updated_at=timezone.now())
     return result
 
@@ -207,14 +211,14 @@ class _Stored:
 
 def _grow(trace: Trace, resource: dict[str, Any], result: IngestResult, arrived: set[str]) -> None:
     """Derive the trace from all its spans; write the blocks not stored yet; place every
-    block in the derived order; keep the trace's counts, usage and metadata."""
+    block in the derived order; keep the trace's counts, usage and metadata. A span of
+    this request any of whose blocks is refused is refused whole: its row is deleted and
+    the trace derived again without it, so nothing of it is kept."""
     # The trace row's lock first, as the blocks API takes it to append: no block is
     # written in between the read below and the placing.
     Trace.objects.select_for_update().filter(pk=trace.pk).values_list("pk").first()
-    spans = list(OtelSpan.objects.filter(trace=trace).values_list("span", flat=True))
-    derived = derive(spans, resource)
     stored: dict[str, _Stored] = {}
-    by_key: dict[str, str] = {}
+    stored_keys: dict[str, str] = {}
     rows = Block.objects.filter(trace=trace).order_by("created_at", "id")
     for row in rows.values_list(
         "id", "sub_type", "parent_id", "result_seq", "metadata", "turn", "act", "step",
@@ -223,23 +227,47 @@ def _grow(trace: Trace, resource: dict[str, Any], result: IngestResult, arrived:
         stored[row[0]] = _Stored(row[0], row[1], row[2], row[3], row[5:9], row[9], row[10])
         otel = row[4].get("otel") if isinstance(row[4], dict) else None
         if isinstance(otel, dict) and isinstance(otel.get("key"), str):
-            by_key[otel["key"]] = row[0]
+            stored_keys[otel["key"]] = row[0]
+    while arrived:  # each turn refuses at least one span, or ends
+        spans = list(OtelSpan.objects.filter(trace=trace).values_list("span", flat=True))
+        derived = derive(spans, resource)
+        by_key = dict(stored_keys)
+        new, refused = _new_blocks(trace, derived, by_key, stored, arrived)
+        if not refused:
+            _place(trace, derived, by_key, stored, new)
+            return
+        for span_id, reason in refused.items():
+            result.rejected += 1
+            result.errors.append(f"span {span_id}: {reason}")
+        OtelSpan.objects.filter(trace=trace, span_id__in=list(refused)).delete()
+        arrived -= set(refused)
+
+
+def _new_blocks(trace, derived, by_key, stored, arrived) -> tuple[list, dict[str, str]]:
+    """The blocks of the drafts not stored yet, and the spans of this request refused
+    (span id -> why)."""
     calls_taken = {s.call_id for s in stored.values() if s.sub_type == "TOOL_CALL"}
     new: list[tuple[Draft, Block]] = []
+    refused: dict[str, str] = {}
     limits = Limits.for_import()
     for draft in derived.drafts:
         if draft.key in by_key:
             continue
-        block = _block_of(trace, draft, by_key, stored, new, calls_taken, limits, result, arrived)
+        try:
+            block = _block_of(trace, draft, by_key, stored, new, calls_taken, limits)
+        except TraceStoreError as exc:
+            if draft.span_id in arrived:
+                refused.setdefault(draft.span_id, exc.message)
+            continue
         if block is not None:
             by_key[draft.key] = block.id
             new.append((draft, block))
-    _place(trace, derived, by_key, stored, new)
+    return new, refused
 
 
-def _block_of(trace, draft, by_key, stored, new, calls_taken, limits, result, arrived):
-    """The draft validated as a block of the trace, or None (its reason noted when the
-    span that made it came in this request)."""
+def _block_of(trace, draft, by_key, stored, new, calls_taken, limits):
+    """The draft validated as a block of the trace; None when its parent is not there;
+    TraceStoreError when it is refused."""
     parent = None
     if draft.parent_key is not None:
         parent_id = by_key.get(draft.parent_key)
@@ -252,20 +280,13 @@ def _block_of(trace, draft, by_key, stored, new, calls_taken, limits, result, ar
             parent_block = next(b for _, b in new if b.id == parent_id)
             parent_sub_type, parent_call = parent_block.sub_type, parent_block.call_id
         parent = ParentInfo(id=parent_id, sub_type=parent_sub_type, call_id=parent_call)
-    try:
-        check_json_depth(draft.raw, "raw")
-        valid = validate_block(
-            sub_type=draft.sub_type, payload=draft.payload, parent=parent, limits=limits,
-            ctx=Context(trace_id=trace.pk), strict=False,
-        )  # fmt: skip
-        if valid.sub_type == "TOOL_CALL" and valid.call_id in calls_taken:
-            raise TraceStoreError(f"the trace has a call {valid.call_id!r} already", {})
-    except TraceStoreError as exc:
-        if draft.span_id in arrived:
-            result.rejected += 1
-            result.errors.append(f"span {draft.span_id}: {exc.message}")
-            arrived.discard(draft.span_id)  # one refusal a span
-        return None
+    check_json_depth(draft.raw, "raw")
+    valid = validate_block(
+        sub_type=draft.sub_type, payload=draft.payload, parent=parent, limits=limits,
+        ctx=Context(trace_id=trace.pk), strict=False,
+    )  # fmt: skip
+    if valid.sub_type == "TOOL_CALL" and valid.call_id in calls_taken:
+        raise TraceStoreError(f"the trace has a call {valid.call_id!r} already", {})
     if valid.sub_type == "TOOL_CALL":
         calls_taken.add(valid.call_id)
     when = time_of(draft.time_ns)
