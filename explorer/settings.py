@@ -240,6 +240,11 @@ OTEL_TRACE_MAX_BYTES = env_positive_int("OTEL_TRACE_MAX_BYTES", 32 * 1024 * 1024
 OTEL_REQUEST_MAX_TRACES = env_positive_int("OTEL_REQUEST_MAX_TRACES", 100)
 OTEL_REQUEST_MAX_DATASETS = env_positive_int("OTEL_REQUEST_MAX_DATASETS", 10)
 OTEL_REQUEST_MAX_SPANS = env_positive_int("OTEL_REQUEST_MAX_SPANS", 5000)
+# What a trace's derivation may cost, since each batch derives the trace again from all
+# its spans: a span of more input and output messages than this is refused, and so is a
+# span that would take the trace past this many blocks (partial_success).
+OTEL_SPAN_MAX_MESSAGES = env_positive_int("OTEL_SPAN_MAX_MESSAGES", 2000)
+OTEL_TRACE_MAX_BLOCKS = env_positive_int("OTEL_TRACE_MAX_BLOCKS", 5000)
 
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

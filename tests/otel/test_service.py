@@ -199,3 +199,24 @@ def test_spans_past_the_request_span_cap_are_refused_with_the_reason(org, settin
     assert result.rejected == 1
     assert "at most 2 spans" in result.errors[0]
     assert OtelSpan.objects.count() == 2
+
+
+def test_a_span_of_too_many_messages_is_refused_with_the_reason(org, settings):
+    settings.OTEL_SPAN_MAX_MESSAGES = 3
+    many = chat(1, [text("user", f"u{n}") for n in range(3)], [text("assistant", "a")])
+    result = send(org, many, chat(2, [text("user", "ok")], []))
+    assert result.rejected == 1
+    assert result.errors == [f"span {1:016x}: 4 messages, the most a span may hold is 3"]
+    assert [c for _, _, c in stitched(Trace.objects.get())] == ["ok"]
+
+
+def test_a_span_taking_the_trace_past_its_block_cap_is_refused_whole(org, settings):
+    settings.OTEL_TRACE_MAX_BLOCKS = 3
+    send(org, chat(1, [text("user", "a")], [text("assistant", "b")]))
+    result = send(org, chat(2, [text("user", "c"), text("user", "d")], []))
+    assert result.rejected == 1
+    assert "more than 3 blocks" in result.errors[0]
+    assert OtelSpan.objects.count() == 1
+    assert [c for _, _, c in stitched(Trace.objects.get())] == ["a", "b"]
+    assert send(org, chat(3, [text("user", "e")], [])).rejected == 0
+    assert [c for _, _, c in stitched(Trace.objects.get())] == ["a", "b", "e"]

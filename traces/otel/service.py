@@ -24,7 +24,7 @@ from traces.ingest.types import Usage
 from traces.models import Block, Dataset, Organization, OtelSpan, Trace
 from traces.order import count_places, stitched_places
 from traces.otel.decode import SpanIn
-from traces.otel.mapping import Derived, Draft, derive
+from traces.otel.mapping import Derived, Draft, derive, span_messages
 from traces.services.annotations import trace_reward
 from traces.services.datasets import dataset_get_or_create, dataset_lock, dataset_name_check
 from traces.services.traces import trace_create
@@ -176,6 +176,14 @@ def _store_spans(trace: Trace, items: list[SpanIn], result: IngestResult) -> set
         if span_id in stored:
             continue
         span_size = len(jsontext.dumps(span))
+        messages = sum(map(len, span_messages(span)))
+        if messages > settings.OTEL_SPAN_MAX_MESSAGES:
+            result.rejected += 1
+            result.errors.append(
+                f"span {span_id}: {messages} messages, the most a span may hold is "
+                f"{settings.OTEL_SPAN_MAX_MESSAGES}"
+            )
+            continue
         if (
             count + 1 > settings.OTEL_TRACE_MAX_SPANS
             or size + span_size > settings.OTEL_TRACE_MAX_BYTES
@@ -259,9 +267,17 @@ def _new_blocks(trace, derived, by_key, stored, arrived) -> tuple[list, dict[str
             if draft.span_id in arrived:
                 refused.setdefault(draft.span_id, exc.message)
             continue
-        if block is not None:
-            by_key[draft.key] = block.id
-            new.append((draft, block))
+        if block is None:
+            continue
+        if len(stored) + len(new) >= settings.OTEL_TRACE_MAX_BLOCKS:
+            if draft.span_id in arrived:
+                refused.setdefault(
+                    draft.span_id,
+                    f"the trace would hold more than {settings.OTEL_TRACE_MAX_BLOCKS} blocks",
+                )
+            continue  # a stored span's late block past the cap: left out
+        by_key[draft.key] = block.id
+        new.append((draft, block))
     return new, refused
 
 
