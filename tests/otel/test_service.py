@@ -220,3 +220,61 @@ def test_a_span_taking_the_trace_past_its_block_cap_is_refused_whole(org, settin
     assert [c for _, _, c in stitched(Trace.objects.get())] == ["a", "b"]
     assert send(org, chat(3, [text("user", "e")], [])).rejected == 0
     assert [c for _, _, c in stitched(Trace.objects.get())] == ["a", "b", "e"]
+
+
+def _weather_run():
+    """A real SDK's run with SimpleSpanProcessor: chat 1 asks for a call, the tool runs,
+    chat 2 answers; each span exported as it ends."""
+    user = text("user", "weather?")
+    asks = {"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "weather",
+                                             "arguments": {"city": "Oslo"}}]}  # fmt: skip
+    answer = {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1",
+                                          "response": "sunny"}]}  # fmt: skip
+    chat1 = chat(1, [user], [asks])
+    tool = span(2, "execute_tool weather", {"gen_ai.operation.name": "execute_tool",
+                                            "gen_ai.tool.name": "weather",
+                                            "gen_ai.tool.call.id": "c1",
+                                            "gen_ai.tool.call.result": "sunny"})  # fmt: skip
+    chat2 = chat(3, [user, asks, answer], [text("assistant", "It is sunny")])
+    return chat1, tool, chat2
+
+
+def _shape(trace) -> list[tuple]:
+    rows = Block.objects.filter(trace=trace).order_by("turn", "act", "step", "created_at", "id")
+    by_id = {b.id: b for b in rows}
+    return [
+        (
+            b.sub_type,
+            b.payload.get("content") or b.payload.get("output") or b.payload.get("name"),
+            by_id[b.parent_id].sub_type if b.parent_id else None,
+            b.metadata["otel"]["key"].split(":")[0],
+        )
+        for b in rows
+    ]
+
+
+WEATHER = [
+    ("MESSAGE", "weather?", None, "m"),
+    ("MESSAGE", None, None, "m"),
+    ("TOOL_CALL", "weather", "MESSAGE", "call"),
+    ("TOOL_RESULT", "sunny", "TOOL_CALL", "result"),
+    ("MESSAGE", "It is sunny", None, "m"),
+]
+
+
+@pytest.mark.parametrize("order", [(1, 2, 0), (1, 0, 2), (0, 1, 2), (2, 1, 0)])
+def test_spans_in_any_batch_order_make_one_call_under_the_model_message(org, order):
+    """The tool span first makes a stand-in call (and an empty assistant message to hold
+    it); the model span that made the call takes it over when it arrives."""
+    spans = _weather_run()
+    for n in order:
+        send(org, spans[n])
+    trace = Trace.objects.get()
+    assert _shape(trace) == WEATHER
+    call = Block.objects.get(sub_type="TOOL_CALL")
+    assert call.parent.metadata["otel"]["key"].startswith("m:")
+    assert call.payload["arguments"] == {"city": "Oslo"}  # the model's, not the stand-in's
+    trace.refresh_from_db()
+    assert trace.block_count == 5
+    numbers = Block.objects.order_by("number").values_list("number", flat=True)
+    assert list(numbers) == [1, 2, 3, 4, 5]

@@ -319,6 +319,7 @@ def _place(trace: Trace, derived: Derived, by_key, stored, new) -> None:
     """Every block of the trace in the derived order (blocks it does not derive, such as
     ones appended through the blocks API, after them as written), placed afresh: a batch
     that brings earlier spans puts their blocks where they belong."""
+    adopted, stand_ins = _adopt(derived, by_key, stored, new)
     order = [by_key[d.key] for d in derived.drafts if d.key in by_key]
     seen = set(order)
     order += [block_id for block_id in stored if block_id not in seen]
@@ -345,10 +346,56 @@ def _place(trace: Trace, derived: Derived, by_key, stored, new) -> None:
                 Block(id=block_id, turn=values[0], act=values[1], step=values[2], number=values[3])
             )  # noqa: E501
     Block.objects.bulk_create([block for _, block in new])
+    for block_id, payload in adopted.items():  # their new parents exist now
+        changes = {"payload": payload} if payload is not None else {}
+        Block.objects.filter(pk=block_id).update(parent_id=stored[block_id].parent_id, **changes)
+    Block.objects.filter(pk__in=stand_ins).delete()
     Block.objects.bulk_update(changed, ["turn", "act", "step", "number"], batch_size=500)
     errors = sum(1 for s in stored.values() if s.is_error) + sum(1 for _, b in new if b.is_error)
     counts = count_places([r[0] for r in rows], places)
     _update_trace(trace, derived, len(order), counts, errors)
+
+
+def _call_payload(draft: Draft, parent_id: str) -> dict[str, Any] | None:
+    """The model's own call (its arguments, as it wrote them) validated, to stand for the
+    one made from the tool span; None to keep that one."""
+    parent = ParentInfo(id=parent_id, sub_type="MESSAGE", call_id=None)
+    try:
+        return validate_block(
+            sub_type="TOOL_CALL", payload=draft.payload, parent=parent,
+            limits=Limits.for_import(), ctx=Context(trace_id=""), strict=False,
+        ).payload  # fmt: skip
+    except TraceStoreError:
+        return None
+
+
+def _adopt(derived: Derived, by_key, stored, new) -> tuple[dict[str, Any], set[str]]:
+    """A call made from a tool span that came before the model span that made it (spans
+    are exported as they end) is taken over by that model's message once it arrives:
+    the stored call moves under it (`stored` changed to say so), and the empty assistant
+    message made to hold the call, now derived no more and holding nothing, goes (it is
+    taken out of `stored`). The calls moved, and the stand-ins to delete."""
+    adopted = {}
+    for draft in derived.drafts:
+        block_id = by_key.get(draft.key)
+        if draft.sub_type != "TOOL_CALL" or block_id not in stored:
+            continue
+        parent_id = by_key.get(draft.parent_key)
+        if parent_id is not None and stored[block_id].parent_id != parent_id:
+            stored[block_id].parent_id = parent_id
+            adopted[block_id] = _call_payload(draft, parent_id)
+    if not adopted:
+        return adopted, set()
+    derived_ids = {by_key[d.key] for d in derived.drafts if d.key in by_key}
+    holding = {s.parent_id for s in stored.values()} | {b.parent_id for _, b in new}
+    stand_ins = {
+        block_id
+        for key, block_id in by_key.items()
+        if key.startswith("span:") and block_id not in derived_ids and block_id not in holding
+    }
+    for block_id in stand_ins:
+        stored.pop(block_id, None)
+    return adopted, stand_ins
 
 
 def _update_trace(trace: Trace, derived: Derived, count: int, counts: dict, errors: int) -> None:
