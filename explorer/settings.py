@@ -234,6 +234,17 @@ OTLP_MAX_BYTES = env_positive_int("OTLP_MAX_BYTES", 16 * 1024 * 1024)
 # that a batch's work stays bounded however long a trace runs.
 OTEL_TRACE_MAX_SPANS = env_positive_int("OTEL_TRACE_MAX_SPANS", 10000)
 OTEL_TRACE_MAX_BYTES = env_positive_int("OTEL_TRACE_MAX_BYTES", 32 * 1024 * 1024)
+# One export request's work, in its one transaction: spans past the request's first this
+# many traces, datasets or spans are refused (partial_success), so that a small request
+# never costs minutes (each new trace or dataset is rows, locks and a derivation).
+OTEL_REQUEST_MAX_TRACES = env_positive_int("OTEL_REQUEST_MAX_TRACES", 100)
+OTEL_REQUEST_MAX_DATASETS = env_positive_int("OTEL_REQUEST_MAX_DATASETS", 10)
+OTEL_REQUEST_MAX_SPANS = env_positive_int("OTEL_REQUEST_MAX_SPANS", 5000)
+# What a trace's derivation may cost, since each batch derives the trace again from all
+# its spans: a span of more input and output messages than this is refused, and so is a
+# span that would take the trace past this many blocks (partial_success).
+OTEL_SPAN_MAX_MESSAGES = env_positive_int("OTEL_SPAN_MAX_MESSAGES", 2000)
+OTEL_TRACE_MAX_BLOCKS = env_positive_int("OTEL_TRACE_MAX_BLOCKS", 5000)
 
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

@@ -257,3 +257,18 @@ def test_a_run_only_an_agent_span_describes_is_its_input_and_output():
     # with a model span, the agent's input and output are that span's messages: not again
     model = chat(2, [text("user", "2+2?")], [text("assistant", "4")], parent=f"{1:016x}")
     assert len(derive([agent, model]).drafts) == 2
+
+
+def test_a_failed_tool_span_without_output_shows_its_status_message():
+    tool = span(1, "execute_tool ls", {"gen_ai.operation.name": "execute_tool",
+                                       "gen_ai.tool.name": "ls"}, status=2)  # fmt: skip
+    result = next(d for d in derive([tool]).drafts if d.sub_type == "TOOL_RESULT")
+    assert result.payload["output"] == "error: boom" and result.is_error
+
+
+def test_a_failed_tool_span_with_output_keeps_its_output():
+    tool = span(1, "execute_tool ls", {"gen_ai.operation.name": "execute_tool",
+                                       "gen_ai.tool.name": "ls",
+                                       "gen_ai.tool.call.result": "denied"}, status=2)  # fmt: skip
+    result = next(d for d in derive([tool]).drafts if d.sub_type == "TOOL_RESULT")
+    assert result.payload["output"] == "denied" and result.is_error

@@ -202,8 +202,22 @@ def test_spans_refused_are_counted_in_partial_success_and_the_rest_kept(key):
     answer = ExportTraceServiceResponse.FromString(response.content)
     assert answer.partial_success.rejected_spans == 1
     assert "name" in answer.partial_success.error_message
-    # the user's message and the assistant's turn are kept; the call is not
-    assert sorted(Block.objects.values_list("sub_type", flat=True)) == ["MESSAGE", "MESSAGE"]
+    # nothing of the refused span is kept, and no trace is made for it alone
+    assert nothing_written()
+
+
+def test_all_zero_ids_are_refused_in_partial_success(key):
+    spans = [
+        {"traceId": "0" * 32, "spanId": "1" * 16, "name": "a"},
+        {"traceId": "1" * 32, "spanId": "0" * 16, "name": "b"},
+    ]
+    body = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}).encode()
+    response = send(key, body, content_type="application/json")
+    assert response.status_code == 200
+    answer = response.json()["partialSuccess"]
+    assert answer["rejectedSpans"] == "2"
+    assert "all-zero" in answer["errorMessage"]
+    assert nothing_written()
 
 
 @sqlite_only

@@ -164,6 +164,9 @@ def spans_of(request: ExportTraceServiceRequest) -> list[SpanIn]:
                         )
                     )
                     continue
+                if not any(span.trace_id) or not any(span.span_id):
+                    out.append(SpanIn(resource, None, "an all-zero trace id or span id is invalid"))
+                    continue
                 out.append(SpanIn(resource, span_dict(span, scope)))
     return out
 

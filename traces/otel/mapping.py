@@ -509,6 +509,9 @@ class _Trace:
         output = attributes.get("gen_ai.tool.call.result", attributes.get("output.value"))
         end = span.get("end_ns") or span.get("start_ns") or 0
         note = span_note(span)
+        if output is None and note.get("error"):
+            # a failed tool that says nothing: its status message is what there is to show
+            output = f"error: {note['error']['message'] or 'the tool span ended in error'}"
         self.add(
             self._result(call_id, output, end, span["span_id"], is_error=bool(note.get("error")),
                          metadata={"otel": note})

@@ -7,7 +7,7 @@ requests bringing spans of one trace take turns, so a span is stored once and a 
 made once, whatever races; the unique (trace, span_id) is the database's backstop.
 """
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -24,7 +24,7 @@ from traces.ingest.types import Usage
 from traces.models import Block, Dataset, Organization, OtelSpan, Trace
 from traces.order import count_places, stitched_places
 from traces.otel.decode import SpanIn
-from traces.otel.mapping import Derived, Draft, derive
+from traces.otel.mapping import Derived, Draft, derive, span_messages
 from traces.services.annotations import trace_reward
 from traces.services.datasets import dataset_get_or_create, dataset_lock, dataset_name_check
 from traces.services.traces import trace_create
@@ -72,16 +72,30 @@ def otel_spans_ingest(*, organization: Organization, spans: list[SpanIn]) -> Ing
     reason; everything else is written in one transaction."""
     result = IngestResult(spans=len(spans))
     by_dataset: dict[str, list[SpanIn]] = defaultdict(list)
+    over: Counter[str] = Counter()  # the request's caps: spans refused past each
+    traces: set[tuple[str, str]] = set()
+    taken = 0
     for item in spans:
         if item.span is None:
             result.rejected += 1
             result.errors.append(item.problem)
             continue
         try:
-            by_dataset[dataset_name_check(dataset_name_of(item.resource))].append(item)
+            name = dataset_name_check(dataset_name_of(item.resource))
         except TraceStoreError as exc:
             result.rejected += 1
             result.errors.append(f"span {item.span['span_id']}: {exc.message}")
+            continue
+        cap = _request_cap(name, item.span["trace_id"], by_dataset, traces, taken)
+        if cap is not None:
+            over[cap] += 1
+            continue
+        taken += 1
+        traces.add((name, item.span["trace_id"]))
+        by_dataset[name].append(item)
+    for cap, count in over.items():
+        result.rejected += count
+        result.errors.append(f"{count} spans refused: {cap}")
     with transaction.atomic():
         # Datasets locked in one order by every request, so that two requests each
         # bringing spans of the same two datasets never wait on each other.
@@ -96,8 +110,24 @@ def otel_spans_ingest(*, organization: Organization, spans: list[SpanIn]) -> Ing
                 arrived = _store_spans(trace, trace_items, result)
                 if arrived:
                     _grow(trace, trace_items[0].resource, result, arrived)
+                if not OtelSpan.objects.filter(trace=trace).exists():
+                    # made for this request, all of whose spans were refused: no empty trace
+                    Trace.objects.filter(pk=trace.pk).delete()
+                    result.traces.discard(trace.pk)
             Dataset.objects.filter(pk=dataset.pk).update(updated_at=timezone.now())
     return result
+
+
+def _request_cap(name: str, trace_id: str, by_dataset, traces, taken: int) -> str | None:
+    """Which of the request's caps this span is past, if any (the request's first
+    spans, traces and datasets are taken; the rest refused)."""
+    if taken >= settings.OTEL_REQUEST_MAX_SPANS:
+        return f"a request brings at most {settings.OTEL_REQUEST_MAX_SPANS} spans"
+    if name not in by_dataset and len(by_dataset) >= settings.OTEL_REQUEST_MAX_DATASETS:
+        return f"a request brings spans of at most {settings.OTEL_REQUEST_MAX_DATASETS} datasets"
+    if (name, trace_id) not in traces and len(traces) >= settings.OTEL_REQUEST_MAX_TRACES:
+        return f"a request brings spans of at most {settings.OTEL_REQUEST_MAX_TRACES} traces"
+    return None
 
 
 def _dataset_locked(organization: Organization, name: str) -> Dataset:
@@ -146,6 +176,14 @@ def _store_spans(trace: Trace, items: list[SpanIn], result: IngestResult) -> set
         if span_id in stored:
             continue
         span_size = len(jsontext.dumps(span))
+        messages = sum(map(len, span_messages(span)))
+        if messages > settings.OTEL_SPAN_MAX_MESSAGES:
+            result.rejected += 1
+            result.errors.append(
+                f"span {span_id}: {messages} messages, the most a span may hold is "
+                f"{settings.OTEL_SPAN_MAX_MESSAGES}"
+            )
+            continue
         if (
             count + 1 > settings.OTEL_TRACE_MAX_SPANS
             or size + span_size > settings.OTEL_TRACE_MAX_BYTES
@@ -181,14 +219,14 @@ class _Stored:
 
 def _grow(trace: Trace, resource: dict[str, Any], result: IngestResult, arrived: set[str]) -> None:
     """Derive the trace from all its spans; write the blocks not stored yet; place every
-    block in the derived order; keep the trace's counts, usage and metadata."""
+    block in the derived order; keep the trace's counts, usage and metadata. A span of
+    this request any of whose blocks is refused is refused whole: its row is deleted and
+    the trace derived again without it, so nothing of it is kept."""
     # The trace row's lock first, as the blocks API takes it to append: no block is
     # written in between the read below and the placing.
     Trace.objects.select_for_update().filter(pk=trace.pk).values_list("pk").first()
-    spans = list(OtelSpan.objects.filter(trace=trace).values_list("span", flat=True))
-    derived = derive(spans, resource)
     stored: dict[str, _Stored] = {}
-    by_key: dict[str, str] = {}
+    stored_keys: dict[str, str] = {}
     rows = Block.objects.filter(trace=trace).order_by("created_at", "id")
     for row in rows.values_list(
         "id", "sub_type", "parent_id", "result_seq", "metadata", "turn", "act", "step",
@@ -197,23 +235,55 @@ def _grow(trace: Trace, resource: dict[str, Any], result: IngestResult, arrived:
         stored[row[0]] = _Stored(row[0], row[1], row[2], row[3], row[5:9], row[9], row[10])
         otel = row[4].get("otel") if isinstance(row[4], dict) else None
         if isinstance(otel, dict) and isinstance(otel.get("key"), str):
-            by_key[otel["key"]] = row[0]
+            stored_keys[otel["key"]] = row[0]
+    while arrived:  # each turn refuses at least one span, or ends
+        spans = list(OtelSpan.objects.filter(trace=trace).values_list("span", flat=True))
+        derived = derive(spans, resource)
+        by_key = dict(stored_keys)
+        new, refused = _new_blocks(trace, derived, by_key, stored, arrived)
+        if not refused:
+            _place(trace, derived, by_key, stored, new)
+            return
+        for span_id, reason in refused.items():
+            result.rejected += 1
+            result.errors.append(f"span {span_id}: {reason}")
+        OtelSpan.objects.filter(trace=trace, span_id__in=list(refused)).delete()
+        arrived -= set(refused)
+
+
+def _new_blocks(trace, derived, by_key, stored, arrived) -> tuple[list, dict[str, str]]:
+    """The blocks of the drafts not stored yet, and the spans of this request refused
+    (span id -> why)."""
     calls_taken = {s.call_id for s in stored.values() if s.sub_type == "TOOL_CALL"}
     new: list[tuple[Draft, Block]] = []
+    refused: dict[str, str] = {}
     limits = Limits.for_import()
     for draft in derived.drafts:
         if draft.key in by_key:
             continue
-        block = _block_of(trace, draft, by_key, stored, new, calls_taken, limits, result, arrived)
-        if block is not None:
-            by_key[draft.key] = block.id
-            new.append((draft, block))
-    _place(trace, derived, by_key, stored, new)
+        try:
+            block = _block_of(trace, draft, by_key, stored, new, calls_taken, limits)
+        except TraceStoreError as exc:
+            if draft.span_id in arrived:
+                refused.setdefault(draft.span_id, exc.message)
+            continue
+        if block is None:
+            continue
+        if len(stored) + len(new) >= settings.OTEL_TRACE_MAX_BLOCKS:
+            if draft.span_id in arrived:
+                refused.setdefault(
+                    draft.span_id,
+                    f"the trace would hold more than {settings.OTEL_TRACE_MAX_BLOCKS} blocks",
+                )
+            continue  # a stored span's late block past the cap: left out
+        by_key[draft.key] = block.id
+        new.append((draft, block))
+    return new, refused
 
 
-def _block_of(trace, draft, by_key, stored, new, calls_taken, limits, result, arrived):
-    """The draft validated as a block of the trace, or None (its reason noted when the
-    span that made it came in this request)."""
+def _block_of(trace, draft, by_key, stored, new, calls_taken, limits):
+    """The draft validated as a block of the trace; None when its parent is not there;
+    TraceStoreError when it is refused."""
     parent = None
     if draft.parent_key is not None:
         parent_id = by_key.get(draft.parent_key)
@@ -226,20 +296,13 @@ def _block_of(trace, draft, by_key, stored, new, calls_taken, limits, result, ar
             parent_block = next(b for _, b in new if b.id == parent_id)
             parent_sub_type, parent_call = parent_block.sub_type, parent_block.call_id
         parent = ParentInfo(id=parent_id, sub_type=parent_sub_type, call_id=parent_call)
-    try:
-        check_json_depth(draft.raw, "raw")
-        valid = validate_block(
-            sub_type=draft.sub_type, payload=draft.payload, parent=parent, limits=limits,
-            ctx=Context(trace_id=trace.pk), strict=False,
-        )  # fmt: skip
-        if valid.sub_type == "TOOL_CALL" and valid.call_id in calls_taken:
-            raise TraceStoreError(f"the trace has a call {valid.call_id!r} already", {})
-    except TraceStoreError as exc:
-        if draft.span_id in arrived:
-            result.rejected += 1
-            result.errors.append(f"span {draft.span_id}: {exc.message}")
-            arrived.discard(draft.span_id)  # one refusal a span
-        return None
+    check_json_depth(draft.raw, "raw")
+    valid = validate_block(
+        sub_type=draft.sub_type, payload=draft.payload, parent=parent, limits=limits,
+        ctx=Context(trace_id=trace.pk), strict=False,
+    )  # fmt: skip
+    if valid.sub_type == "TOOL_CALL" and valid.call_id in calls_taken:
+        raise TraceStoreError(f"the trace has a call {valid.call_id!r} already", {})
     if valid.sub_type == "TOOL_CALL":
         calls_taken.add(valid.call_id)
     when = time_of(draft.time_ns)
@@ -256,6 +319,7 @@ def _place(trace: Trace, derived: Derived, by_key, stored, new) -> None:
     """Every block of the trace in the derived order (blocks it does not derive, such as
     ones appended through the blocks API, after them as written), placed afresh: a batch
     that brings earlier spans puts their blocks where they belong."""
+    adopted, stand_ins = _adopt(derived, by_key, stored, new)
     order = [by_key[d.key] for d in derived.drafts if d.key in by_key]
     seen = set(order)
     order += [block_id for block_id in stored if block_id not in seen]
@@ -282,10 +346,56 @@ def _place(trace: Trace, derived: Derived, by_key, stored, new) -> None:
                 Block(id=block_id, turn=values[0], act=values[1], step=values[2], number=values[3])
             )  # noqa: E501
     Block.objects.bulk_create([block for _, block in new])
+    for block_id, payload in adopted.items():  # their new parents exist now
+        changes = {"payload": payload} if payload is not None else {}
+        Block.objects.filter(pk=block_id).update(parent_id=stored[block_id].parent_id, **changes)
+    Block.objects.filter(pk__in=stand_ins).delete()
     Block.objects.bulk_update(changed, ["turn", "act", "step", "number"], batch_size=500)
     errors = sum(1 for s in stored.values() if s.is_error) + sum(1 for _, b in new if b.is_error)
     counts = count_places([r[0] for r in rows], places)
     _update_trace(trace, derived, len(order), counts, errors)
+
+
+def _call_payload(draft: Draft, parent_id: str) -> dict[str, Any] | None:
+    """The model's own call (its arguments, as it wrote them) validated, to stand for the
+    one made from the tool span; None to keep that one."""
+    parent = ParentInfo(id=parent_id, sub_type="MESSAGE", call_id=None)
+    try:
+        return validate_block(
+            sub_type="TOOL_CALL", payload=draft.payload, parent=parent,
+            limits=Limits.for_import(), ctx=Context(trace_id=""), strict=False,
+        ).payload  # fmt: skip
+    except TraceStoreError:
+        return None
+
+
+def _adopt(derived: Derived, by_key, stored, new) -> tuple[dict[str, Any], set[str]]:
+    """A call made from a tool span that came before the model span that made it (spans
+    are exported as they end) is taken over by that model's message once it arrives:
+    the stored call moves under it (`stored` changed to say so), and the empty assistant
+    message made to hold the call, now derived no more and holding nothing, goes (it is
+    taken out of `stored`). The calls moved, and the stand-ins to delete."""
+    adopted = {}
+    for draft in derived.drafts:
+        block_id = by_key.get(draft.key)
+        if draft.sub_type != "TOOL_CALL" or block_id not in stored:
+            continue
+        parent_id = by_key.get(draft.parent_key)
+        if parent_id is not None and stored[block_id].parent_id != parent_id:
+            stored[block_id].parent_id = parent_id
+            adopted[block_id] = _call_payload(draft, parent_id)
+    if not adopted:
+        return adopted, set()
+    derived_ids = {by_key[d.key] for d in derived.drafts if d.key in by_key}
+    holding = {s.parent_id for s in stored.values()} | {b.parent_id for _, b in new}
+    stand_ins = {
+        block_id
+        for key, block_id in by_key.items()
+        if key.startswith("span:") and block_id not in derived_ids and block_id not in holding
+    }
+    for block_id in stand_ins:
+        stored.pop(block_id, None)
+    return adopted, stand_ins
 
 
 def _update_trace(trace: Trace, derived: Derived, count: int, counts: dict, errors: int) -> None:
