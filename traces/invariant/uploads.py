@@ -22,6 +22,9 @@ from traces.models import Dataset, Organization
 from traces.services.datasets import dataset_get_or_create, dataset_lock
 
 
+MAX_INDEX = 2**31 - 2
+
+
 @dataclass
 class _Line:
     number: int
@@ -110,6 +113,10 @@ def explorer_lines_read(data: bytes) -> tuple[dict[str, Any] | None, list[_Line]
             index = row["index"]
             if isinstance(index, bool) or not isinstance(index, int):
                 raise BadRequest(f"line {number}: index must be an integer")
+            if not 0 <= index <= MAX_INDEX:
+                # the column is a 32-bit integer, and a push takes the next index above
+                # the highest: the highest must leave room for one more
+                raise BadRequest(f"line {number}: index must be between 0 and {MAX_INDEX}")
             if index in seen:
                 raise BadRequest(f"line {number}: index {index} is used by an earlier line")
             seen.add(index)
