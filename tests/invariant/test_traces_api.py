@@ -154,3 +154,52 @@ def test_an_append_at_the_end_of_a_long_trace_writes_only_its_own_rows(
 def test_an_unknown_path_under_api_v1_is_404_in_explorers_shape(inv):
     response = inv.get("/api/v1/no/such/route")
     assert response.status_code == 404 and response.json() == {"detail": "Not Found"}
+
+
+def test_an_early_append_moves_a_long_traces_events_in_a_few_statements(
+    inv, pushed, django_assert_max_num_queries
+):
+    # Two new events, one before every stored event and one amid them: two runs move.
+    events = [
+        {
+            "role": "user",
+            "content": f"e{n}",
+            "timestamp": f"2024-01-01T00:{n // 60:02}:{n % 60:02}Z",
+        }
+        for n in range(300)
+    ]
+    trace_id = pushed(events=events)
+    first = {"role": "user", "content": "first", "timestamp": "2000-01-01T00:00:00Z"}
+    mid = {"role": "user", "content": "mid", "timestamp": "2024-01-01T00:02:30.5Z"}
+    body = {"messages": [first, mid]}
+    with django_assert_max_num_queries(40):  # not one UPDATE a moved event
+        response = inv.post(f"/api/v1/trace/{trace_id}/messages", body, format="json")
+    assert response.status_code == 200, response.content
+    got = [e["content"] for e in inv.get(f"/api/v1/trace/{trace_id}").json()["messages"]]
+    assert got == ["first"] + [f"e{n}" for n in range(151)] + ["mid"] + [
+        f"e{n}" for n in range(151, 300)
+    ]
+    trace = Trace.objects.get(uuid=trace_id)
+    positions = TraceEvent.objects.filter(trace=trace).values_list("position", flat=True)
+    assert sorted(positions) == list(range(302))
+
+
+def test_a_trace_over_the_event_caps_is_refused_with_400(inv, pushed, settings):
+    settings.EXPLORER_MAX_TRACE_EVENTS, settings.EXPLORER_MAX_APPEND_EVENTS = 3, 2
+    event = {"role": "user", "content": "a"}
+    response = inv.post("/api/v1/push/trace", {"messages": [[event] * 4]}, format="json")
+    assert response.status_code == 400
+    assert response.json()["detail"].startswith("a trace holds at most 3 events")
+    trace_id = pushed(events=[event, event])
+    url = f"/api/v1/trace/{trace_id}/messages"
+    response = inv.post(url, {"messages": [event] * 3}, format="json")
+    assert response.status_code == 400
+    assert response.json()["detail"].startswith("an append adds at most 2 events")
+    response = inv.post(url, {"messages": [event] * 2}, format="json")
+    assert response.status_code == 400
+    assert response.json() == {
+        "detail": "a trace holds at most 3 events (EXPLORER_MAX_TRACE_EVENTS); this one would "
+        "hold 2 stored and 2 new"
+    }
+    assert TraceEvent.objects.filter(trace__uuid=trace_id).count() == 2
+    assert inv.post(url, {"messages": [event]}, format="json").status_code == 200

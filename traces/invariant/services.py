@@ -15,8 +15,9 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import uuid4
 
+from django.conf import settings
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import F, Max
 from django.utils import timezone
 
 from traces import ids
@@ -295,7 +296,20 @@ class _NewTrace:
     drafts: list[BlockDraft]
 
 
+def events_count_check(count: int, *, stored: int = 0) -> None:
+    """A trace's events within EXPLORER_MAX_TRACE_EVENTS: every append converts the whole
+    trace again under its lock, so its time grows with the trace."""
+    limit = settings.EXPLORER_MAX_TRACE_EVENTS
+    if stored + count > limit:
+        held = f"{stored} stored and {count} new" if stored else f"{count}"
+        raise BadRequest(
+            f"a trace holds at most {limit} events (EXPLORER_MAX_TRACE_EVENTS); this one "
+            f"would hold {held}"
+        )
+
+
 def _new_trace(events: Sequence[Any], metadata: dict, dataset_name: str | None) -> _NewTrace:
+    events_count_check(len(events))
     uuid, found = uuid4(), {}
     prepared = _prepared(events, _linker(dataset_name, uuid), found)
     drafts: list[BlockDraft] = []
@@ -455,6 +469,7 @@ def explorer_messages_append(
         if locked is None:
             raise NotFound("Trace not found")
         old = list(TraceEvent.objects.filter(trace=trace).order_by("position"))
+        events_count_check(len(new), stored=len(old))
         order = merged_order(
             [e.timestamp or trace.created_at for e in old], [e.timestamp for e in new]
         )
@@ -493,14 +508,36 @@ def _events_merge(
     written: dict[int, list[str]],
 ) -> None:  # fmt: skip
     """The merged events in the table: the stored ones that an append moved get their new
-    position (highest first, so that no two share one meanwhile), the new ones are added.
-    An append after every stored event (the usual case) moves none."""
-    moved = sorted(
-        ((old[k], p) for p, (is_new, k) in enumerate(order) if not is_new and old[k].position != p),
-        key=lambda pair: -pair[1],
-    )
-    for event, position in moved:
-        TraceEvent.objects.filter(pk=event.pk).update(position=position)
+    position, the new ones are added. A stored event moves by the count of new events
+    merged before it, so the moved ones fall in runs of one shift each: they are lifted
+    above every position first (one UPDATE; the unique (trace, position) is checked row by
+    row on PostgreSQL, so no row may land on a taken place meanwhile), then each run is
+    put down at its place (one UPDATE a run, at most one per new event), never one
+    statement per event. An append after every stored event (the usual case) moves none."""
+    shifts: dict[int, list[int]] = {}  # shift -> the old positions that move by it
+    for p, (is_new, k) in enumerate(order):
+        if not is_new and old[k].position != p:
+            shifts.setdefault(p - old[k].position, []).append(old[k].position)
+    if not shifts:
+        return _events_add(trace, order, new, written)
+    lift = old[-1].position + len(order) + 1  # above every old and new position
+    events = TraceEvent.objects.filter(trace=trace)
+    # Each run is a range of old positions that holds only its own events (the stored
+    # events keep their order, and a later one moves at least as far as an earlier one).
+    runs = [(min(positions), max(positions), shift) for shift, positions in shifts.items()]
+    for low, high, _ in runs:
+        events.filter(position__range=(low, high)).update(position=F("position") + lift)
+    for low, high, shift in runs:
+        events.filter(position__range=(low + lift, high + lift)).update(
+            position=F("position") - lift + shift
+        )
+    _events_add(trace, order, new, written)
+
+
+def _events_add(
+    trace: Trace, order: list[tuple[bool, int]], new: list[_Event],
+    written: dict[int, list[str]],
+) -> None:  # fmt: skip
     TraceEvent.objects.bulk_create(
         [
             TraceEvent(

@@ -21,7 +21,6 @@ from traces.invariant.services import (
 from traces.models import Dataset, Organization
 from traces.services.datasets import dataset_get_or_create, dataset_lock
 
-
 MAX_INDEX = 2**31 - 2
 
 

@@ -178,6 +178,11 @@ class AppendMessagesApi(ExplorerApi):
         messages, notes = data.get("messages"), data.get("annotations")
         if not isinstance(messages, list) or not messages:
             raise BadRequest("messages must be a non-empty list of events")
+        if len(messages) > settings.EXPLORER_MAX_APPEND_EVENTS:
+            raise BadRequest(
+                f"an append adds at most {settings.EXPLORER_MAX_APPEND_EVENTS} events "
+                f"(EXPLORER_MAX_APPEND_EVENTS); this one has {len(messages)}: send them in parts"
+            )
         if not all(isinstance(m, dict) for m in messages):
             raise BadRequest("each message must be an object")
         if notes is not None and (
