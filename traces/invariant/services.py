@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from traces import ids
 from traces.addresses import AddressInvalid, address_block, address_parse
-from traces.checks import Limits
+from traces.checks import Limits, check_no_nul
 from traces.errors import BadRequest, NotFound
 from traces.ingest.drafts import BlockDraft
 from traces.ingest.events import events_to_blocks
@@ -245,6 +245,10 @@ def _annotation(trace: Trace, note: Any, writer: Writer) -> Annotation:
     content = content if isinstance(content, str) else str(content)
     address = note.get("address")
     address = address if isinstance(address, str) or address is None else str(address)
+    # text columns, which refuse U+0000 on PostgreSQL (a 500 there): refused everywhere
+    check_no_nul(content, "content")
+    if address is not None:
+        check_no_nul(address, "address")
     if not content and address is None:
         raise BadRequest("an annotation needs content or an address")
     block = None
@@ -271,7 +275,9 @@ def explorer_annotation_update(
     *, annotation: Annotation, content: Any, extra_metadata: Any
 ) -> Annotation:
     """Replace the content; merge `extra_metadata` into the stored one, key by key."""
-    annotation.comment = content if isinstance(content, str) else str(content)
+    annotation.comment = check_no_nul(
+        content if isinstance(content, str) else str(content), "content"
+    )
     if isinstance(extra_metadata, dict):
         old = annotation.extra_metadata if isinstance(annotation.extra_metadata, dict) else {}
         annotation.extra_metadata = {**old, **extra_metadata}

@@ -62,6 +62,9 @@ def _annotated(number: int, row: dict[str, Any]) -> _Line:
     for note in notes:
         if not isinstance(note, dict) or "address" not in note or "content" not in note:
             raise BadRequest(f"line {number}: each annotation needs an address and content")
+        for key in ("content", "address"):
+            if isinstance(note[key], str) and "\x00" in note[key]:
+                raise BadRequest(f"line {number}: an annotation's {key} holds a NUL (U+0000)")
     notes = [{**note, "extra_metadata": note.get("extra_metadata", {})} for note in notes]
     if not isinstance(row["messages"], list):
         raise BadRequest(f"line {number}: messages must be a list")
