@@ -203,3 +203,42 @@ def test_a_trace_over_the_event_caps_is_refused_with_400(inv, pushed, settings):
     }
     assert TraceEvent.objects.filter(trace__uuid=trace_id).count() == 2
     assert inv.post(url, {"messages": [event]}, format="json").status_code == 200
+
+
+BIG = 10**20
+RANGE = "must be between 0 and 2147483647"
+
+
+@pytest.mark.parametrize(
+    ("query", "detail"),
+    [
+        ("dataset/list?kind=any&limit=-1", f"limit {RANGE}"),
+        (f"dataset/list?kind=any&limit={BIG}", f"limit {RANGE}"),
+        (f"trace/snippets?limit={BIG}", f"limit {RANGE}"),
+        (f"dataset/byid/{{dataset}}/traces?offset={BIG}", f"offset {RANGE}"),
+        (f"dataset/byid/{{dataset}}/traces?limit={BIG}", f"limit {RANGE}"),
+        (f"dataset/byuser/acme/runs/traces?offset={BIG}", f"offset {RANGE}"),
+        (f"trace/{{trace}}?max_length={'9' * 5000}", f"max_length {RANGE}"),
+        ("trace/{trace}?max_length=-5", f"max_length {RANGE}"),
+        (f"trace/{{trace}}?max_length={2**31}", f"max_length {RANGE}"),
+        ("dataset/list?kind=any&q=a%00b", "the query parameter 'q' holds a NUL (U+0000)"),
+        (
+            "dataset/metadata/runs?owner_username=a%00b",
+            "the query parameter 'owner_username' holds a NUL (U+0000)",
+        ),
+    ],
+)
+def test_a_query_parameter_out_of_range_or_with_a_nul_is_400(inv, pushed, query, detail):
+    trace_id = pushed()
+    dataset = Trace.objects.get(uuid=trace_id).dataset
+    url = "/api/v1/" + query.format(trace=trace_id, dataset=dataset.uuid)
+    response = inv.get(url)
+    assert response.status_code == 400, response.content
+    assert response.json() == {"detail": detail}
+
+
+def test_the_highest_limit_and_a_zero_offset_written_with_leading_zeros_are_taken(inv, pushed):
+    pushed()
+    response = inv.get(f"/api/v1/trace/snippets?limit={2**31 - 1}")
+    assert response.status_code == 200 and response.json() == []
+    assert inv.get("/api/v1/dataset/byuser/acme/runs/traces?offset=000").status_code == 200
