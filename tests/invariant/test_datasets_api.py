@@ -84,3 +84,25 @@ def test_keys_create_makes_a_key_that_works(inv):
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {made['key']}")
     assert client.get("/api/v1/user/identity").json() == {"username": "acme"}
     assert APIClient().post("/api/v1/keys/create").status_code == 401
+
+
+@pytest.mark.parametrize(
+    ("name", "disposition"),
+    [
+        ("a\r\nSet-Cookie: x=1", 'attachment; filename="a__Set-Cookie__x_1.jsonl"'),
+        ('q"; filename="evil.exe', 'attachment; filename="q___filename__evil.exe.jsonl"'),
+        (
+            "r\u202egnp.exe",
+            'attachment; filename="r_gnp.exe.jsonl"',
+        ),
+        (
+            "Résumé",
+            "attachment; filename=\"Resume.jsonl\"; filename*=UTF-8''R%C3%A9sum%C3%A9.jsonl",
+        ),
+    ],
+)
+def test_download_names_its_file_after_a_hostile_dataset_name_safely(inv, org, name, disposition):
+    dataset = Dataset.objects.create(organization=org, name=name)
+    response = inv.get(f"/api/v1/dataset/byid/{dataset.uuid}/download")
+    assert response.status_code == 200
+    assert response["Content-Disposition"] == disposition

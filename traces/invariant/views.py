@@ -21,6 +21,7 @@ from traces.invariant.events import BadTimestamp, timestamp_parsed
 from traces.invariant.uploads import explorer_dataset_upload
 from traces.models import Dataset, Organization, Trace
 from traces.policy import Action, allows, organizations_where
+from traces.selectors.datasets import dataset_attachment_disposition
 from traces.services.api_keys import api_key_create
 from traces.services.deletion import dataset_delete, trace_delete
 
@@ -434,7 +435,9 @@ class DatasetDownloadApi(_OneDataset):
             only_annotated=self.only_annotated or self.bool_param("only_annotated", False),
         )  # fmt: skip
         response = StreamingHttpResponse(lines, content_type="application/json")
-        response["Content-Disposition"] = f'attachment; filename="{dataset.name}.jsonl"'
+        response["Content-Disposition"] = dataset_attachment_disposition(
+            dataset=dataset, suffix=".jsonl"
+        )
         return response
 
 
