@@ -147,6 +147,7 @@ class KeyCreateApi(ExplorerApi):
         made = api_key_create(
             organization=organization, name="Invariant Explorer key",
             created_by=self.actor.user, role=self.actor.role_in(organization.pk),
+            minted_by=self.actor.api_key,
         )  # fmt: skip
         return Response({"id": selectors.key_uuid(made.api_key), "key": made.secret})
 
