@@ -4,7 +4,7 @@ query parameters (Django's test client; the SDK's own calls are tested live else
 import pytest
 from rest_framework.test import APIClient
 
-from traces.models import Dataset, Trace, TraceEvent
+from traces.models import Block, Dataset, Trace, TraceEvent
 from traces.services.annotations import trace_extra_update
 
 pytestmark = pytest.mark.django_db
@@ -180,8 +180,13 @@ def test_an_early_append_moves_a_long_traces_events_in_a_few_statements(
         f"e{n}" for n in range(151, 300)
     ]
     trace = Trace.objects.get(uuid=trace_id)
-    positions = TraceEvent.objects.filter(trace=trace).values_list("position", flat=True)
-    assert sorted(positions) == list(range(302))
+    rows = TraceEvent.objects.filter(trace=trace).order_by("position")
+    assert list(rows.values_list("position", "first_block")) == [(p, p + 1) for p in range(302)]
+    # the blocks follow the events: in number, in creation time, in turn
+    blocks = Block.objects.filter(trace=trace)
+    assert [b.payload["content"] for b in blocks.order_by("number")] == got
+    assert [b.payload["content"] for b in blocks.order_by("created_at", "id")] == got
+    assert [b.turn for b in blocks.order_by("number")] == list(range(302))
 
 
 def test_a_trace_over_the_event_caps_is_refused_with_400(inv, pushed, settings):

@@ -205,25 +205,48 @@ def _counts_refresh(trace: Trace) -> None:
     )
     index = {row[0]: n for n, row in enumerate(rows)}
     places = stitched_places([(r[1], index.get(r[2]), r[3]) for r in rows])
-    changed = [
-        Block(id=row[0], turn=place.turn, act=place.act, step=place.step, number=n + 1)
-        for n, (row, place) in enumerate(zip(rows, places, strict=True))
-        if row[4:] != (place.turn, place.act, place.step, n + 1)
-    ]
-    Block.objects.bulk_update(changed, ["turn", "act", "step", "number"], batch_size=500)
+    block_fields = ("turn", "act", "step", "number")
+    _rows_moved(
+        Block,
+        block_fields,
+        [
+            (row[0], row[4:], (place.turn, place.act, place.step, n + 1))
+            for n, (row, place) in enumerate(zip(rows, places, strict=True))
+        ],
+    )
     errors = Block.objects.filter(trace=trace, is_error=True).count()
     Trace.objects.filter(pk=trace.pk).update(
         block_count=len(rows), tool_errors=errors,
         block_counts=count_places([r[1] for r in rows], places),
     )  # fmt: skip
-    number, moved = 1, []
-    for event in TraceEvent.objects.filter(trace=trace).order_by("position"):
-        first = number if event.block_count else None
-        if event.first_block != first:
-            event.first_block = first
-            moved.append(event)
-        number += event.block_count
-    TraceEvent.objects.bulk_update(moved, ["first_block"], batch_size=500)
+    number, firsts = 1, []
+    events = TraceEvent.objects.filter(trace=trace).order_by("position")
+    for pk, first_block, block_count in events.values_list("pk", "first_block", "block_count"):
+        firsts.append((pk, (first_block,), (number if block_count else None,)))
+        number += block_count
+    _rows_moved(TraceEvent, ("first_block",), firsts)
+
+
+def _rows_moved(model, fields: tuple[str, ...], rows: list[tuple[Any, tuple, tuple]]) -> None:
+    """Write (pk, old values, new values) rows whose values changed. An event put before
+    others moves every later block's number (and often its turn) by the same amount:
+    rows are written a shift at a time, `number = number + 1` for 500 rows a statement,
+    not a CASE with a branch a row (bulk_update's, 17 s for 10,000 blocks)."""
+    shifts: dict[tuple, list[Any]] = {}
+    others: list[Any] = []
+    for pk, old, new in rows:
+        if old == new:
+            continue
+        if None in old or None in new:
+            others.append(model(pk=pk, **dict(zip(fields, new, strict=True))))
+        else:
+            delta = tuple(b - a for a, b in zip(old, new, strict=True))
+            shifts.setdefault(delta, []).append(pk)
+    for delta, pks in shifts.items():
+        change = {f: F(f) + d for f, d in zip(fields, delta, strict=True) if d}
+        for start in range(0, len(pks), 500):
+            model.objects.filter(pk__in=pks[start : start + 500]).update(**change)
+    model.objects.bulk_update(others, list(fields), batch_size=500)
 
 
 # --- annotations ------------------------------------------------------------------------
@@ -562,14 +585,19 @@ def _moved_blocks_restamp(
     blocks: dict[int, list[str]],
 ) -> None:  # fmt: skip
     """The blocks of stored events that an append moved to a later position get the
-    creation time of their new place, so that the stitched order follows the events."""
-    moved = []
+    creation time of their new place, so that the stitched order follows the events: a
+    block of an event moved by n places is n milliseconds later (_block_time), written a
+    shift at a time."""
+    shifts: dict[int, list[str]] = {}
     for position, (is_new, k) in enumerate(order):
-        if is_new or old[k].position == position:
-            continue
-        for j, block_id in enumerate(blocks.get(position, [])):
-            moved.append(Block(id=block_id, created_at=_block_time(trace.created_at, position, j)))
-    Block.objects.bulk_update(moved, ["created_at"], batch_size=1000)
+        if not is_new and old[k].position != position:
+            shifts.setdefault(position - old[k].position, []).extend(blocks.get(position, []))
+    for shift, block_ids in shifts.items():
+        later = F("created_at") + timedelta(milliseconds=shift)
+        for start in range(0, len(block_ids), 500):
+            Block.objects.filter(trace=trace, id__in=block_ids[start : start + 500]).update(
+                created_at=later
+            )
 
 
 def explorer_dataset_create(
