@@ -212,6 +212,11 @@ DATA_UPLOAD_MAX_NUMBER_FILES = env_positive_int("UPLOAD_MAX_FILES", 10000)
 UPLOAD_MAX_BYTES = env_positive_int("UPLOAD_MAX_BYTES", 1 << 30)
 FILE_UPLOAD_HANDLERS = ["explorer.upload_files.SharedTempFileUploadHandler"]
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_positive_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 32 * 1024 * 1024)
+# Invariant Explorer's /api/v1: an append converts and places the whole trace again under
+# its row lock, so a trace holds at most this many events, and one append adds at most so
+# many (more is a 400 that says so).
+EXPLORER_MAX_TRACE_EVENTS = env_positive_int("EXPLORER_MAX_TRACE_EVENTS", 10000)
+EXPLORER_MAX_APPEND_EVENTS = env_positive_int("EXPLORER_MAX_APPEND_EVENTS", 1000)
 # One member of an uploaded zip (an Inspect .eval log's sample) is decompressed into memory
 # to be parsed: at most this many bytes, so a small zip cannot expand to gigabytes.
 IMPORT_MEMBER_MAX_BYTES = env_positive_int(

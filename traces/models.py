@@ -359,6 +359,11 @@ class ApiKey(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # The key that made this one (Explorer's keys/create called with a key), revoked with
+    # it: else a key could mint keys that outlive its revocation.
+    minted_by = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="minted"
+    )
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.name or 'unnamed'})"

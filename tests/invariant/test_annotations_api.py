@@ -1,6 +1,8 @@
 """Explorer's annotations (2.5): create, list, update, delete, on the one Annotation model
 of the trace page, with their address and extra_metadata."""
 
+import json
+
 import pytest
 from rest_framework.test import APIClient
 
@@ -64,3 +66,46 @@ def test_an_annotation_with_no_content_and_no_address_is_400(inv, pushed):
     trace_id = pushed()
     response = inv.post(f"/api/v1/trace/{trace_id}/annotate", {"content": ""}, format="json")
     assert response.status_code == 400 and "content or an address" in response.json()["detail"]
+
+
+NUL_CONTENT = "content holds a NUL character (U+0000) at position 1"
+NUL_ADDRESS = "address holds a NUL character (U+0000) at position 8"
+
+
+@pytest.mark.parametrize(
+    ("note", "detail"),
+    [
+        ({"content": "a\x00b"}, NUL_CONTENT),
+        ({"content": "a", "address": "messages\x00[0]"}, NUL_ADDRESS),
+    ],
+)
+def test_a_nul_in_an_annotation_is_400_naming_the_field(inv, pushed, note, detail):
+    trace_id = pushed()
+    response = inv.post(f"/api/v1/trace/{trace_id}/annotate", note, format="json")
+    assert response.status_code == 400 and response.json() == {"detail": detail}
+    body = {"messages": [[{"role": "user"}]], "annotations": [[note]]}
+    response = inv.post("/api/v1/push/trace", body, format="json")
+    assert response.status_code == 400 and response.json() == {"detail": detail}
+    assert not Annotation.objects.exists()
+
+
+def test_a_nul_in_an_updated_annotation_is_400_and_keeps_the_old_content(inv, pushed):
+    trace_id = pushed()
+    created = inv.post(f"/api/v1/trace/{trace_id}/annotate", {"content": "old"}, format="json")
+    url = f"/api/v1/trace/{trace_id}/annotation/{created.json()['id']}"
+    response = inv.put(url, {"content": "a\x00b"}, format="json")
+    assert response.status_code == 400 and response.json() == {"detail": NUL_CONTENT}
+    assert Annotation.objects.get().comment == "old"
+
+
+@pytest.mark.parametrize("key", ["content", "address"])
+def test_a_nul_in_an_uploaded_lines_annotation_is_400_naming_line_and_field(inv, key):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    note = {"content": "c", "address": "messages[0]", key: "x\x00"}
+    line = json.dumps({"messages": [{"role": "user"}], "annotations": [note]})
+    upload = SimpleUploadedFile("d.jsonl", f"{line}\n".encode())
+    response = inv.post("/api/v1/dataset/upload", {"name": "nul", "file": upload})
+    assert response.status_code == 400
+    assert response.json() == {"detail": f"line 0: an annotation's {key} holds a NUL (U+0000)"}
+    assert not Annotation.objects.exists()

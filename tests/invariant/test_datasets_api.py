@@ -84,3 +84,43 @@ def test_keys_create_makes_a_key_that_works(inv):
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {made['key']}")
     assert client.get("/api/v1/user/identity").json() == {"username": "acme"}
     assert APIClient().post("/api/v1/keys/create").status_code == 401
+
+
+def test_keys_minted_by_a_key_are_revoked_with_it(inv, org, owner_key):
+    from traces.services.api_keys import api_key_hash, api_key_revoke
+
+    child = inv.post("/api/v1/keys/create").json()["key"]
+    minted = APIClient()
+    minted.credentials(HTTP_AUTHORIZATION=f"Bearer {child}")
+    grandchild = minted.post("/api/v1/keys/create").json()["key"]
+    parent = ApiKey.objects.get(key_hash=api_key_hash(owner_key))
+    assert ApiKey.objects.get(key_hash=api_key_hash(grandchild)).minted_by.minted_by == parent
+    api_key_revoke(organization=org, key_id=parent.id)
+    for secret in (owner_key, child, grandchild):
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
+        response = client.get("/api/v1/user/identity")
+        assert response.status_code == 401, secret
+    assert not ApiKey.objects.filter(revoked_at__isnull=True).exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "disposition"),
+    [
+        ("a\r\nSet-Cookie: x=1", 'attachment; filename="a__Set-Cookie__x_1.jsonl"'),
+        ('q"; filename="evil.exe', 'attachment; filename="q___filename__evil.exe.jsonl"'),
+        (
+            "r\u202egnp.exe",
+            'attachment; filename="r_gnp.exe.jsonl"',
+        ),
+        (
+            "Résumé",
+            "attachment; filename=\"Resume.jsonl\"; filename*=UTF-8''R%C3%A9sum%C3%A9.jsonl",
+        ),
+    ],
+)
+def test_download_names_its_file_after_a_hostile_dataset_name_safely(inv, org, name, disposition):
+    dataset = Dataset.objects.create(organization=org, name=name)
+    response = inv.get(f"/api/v1/dataset/byid/{dataset.uuid}/download")
+    assert response.status_code == 200
+    assert response["Content-Disposition"] == disposition

@@ -5,7 +5,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from tests.test_settings_env import load_settings
-from traces.models import Dataset
+from traces.models import ApiKey, Dataset
 
 PUSH = {"messages": [[{"role": "user", "content": "hi"}]], "dataset": "dev"}
 
@@ -24,6 +24,46 @@ def test_every_request_acts_as_the_developer(settings):
     assert second.get("/api/v1/user/identity").json() == {"username": "user1"}
     other = APIClient(HTTP_REFERER="http://localhost/?noauth=someone")
     assert other.get("/api/v1/user/identity").status_code == 401  # normal authentication
+
+
+FORBIDDEN = {
+    "detail": "Forbidden: in test mode (DEV_MODE) a request that changes something must come "
+    "from this site's own pages"
+}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"HTTP_ORIGIN": "https://evil.example"},
+        {"HTTP_ORIGIN": "null"},
+        {"HTTP_REFERER": "https://evil.example/page"},
+        {"HTTP_ORIGIN": "http://testserver.evil.example", "HTTP_REFERER": "http://testserver/"},
+    ],
+)
+def test_a_cross_site_post_in_test_mode_is_403_and_changes_nothing(settings, headers):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    settings.DEV_MODE = True
+    client = APIClient(**headers)
+    upload = SimpleUploadedFile("d.jsonl", b'[{"role": "user"}]\n')
+    response = client.post(
+        "/api/v1/dataset/upload", {"name": "x", "file": upload, "is_public": "true"}
+    )
+    assert response.status_code == 403 and response.json() == FORBIDDEN
+    response = client.post("/api/v1/keys/create")
+    assert response.status_code == 403 and response.json() == FORBIDDEN
+    assert not Dataset.objects.exists() and not ApiKey.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_same_site_post_and_a_cross_site_get_in_test_mode_pass(settings):
+    settings.DEV_MODE = True
+    own = APIClient(HTTP_ORIGIN="http://testserver", HTTP_REFERER="http://testserver/x")
+    assert own.post("/api/v1/push/trace", PUSH, format="json").status_code == 200
+    other = APIClient(HTTP_ORIGIN="https://evil.example")
+    assert other.get("/api/v1/user/identity").json() == {"username": "developer"}
 
 
 @pytest.mark.django_db

@@ -4,7 +4,7 @@ query parameters (Django's test client; the SDK's own calls are tested live else
 import pytest
 from rest_framework.test import APIClient
 
-from traces.models import Dataset, Trace, TraceEvent
+from traces.models import Block, Dataset, Trace, TraceEvent
 from traces.services.annotations import trace_extra_update
 
 pytestmark = pytest.mark.django_db
@@ -154,3 +154,96 @@ def test_an_append_at_the_end_of_a_long_trace_writes_only_its_own_rows(
 def test_an_unknown_path_under_api_v1_is_404_in_explorers_shape(inv):
     response = inv.get("/api/v1/no/such/route")
     assert response.status_code == 404 and response.json() == {"detail": "Not Found"}
+
+
+def test_an_early_append_moves_a_long_traces_events_in_a_few_statements(
+    inv, pushed, django_assert_max_num_queries
+):
+    # Two new events, one before every stored event and one amid them: two runs move.
+    events = [
+        {
+            "role": "user",
+            "content": f"e{n}",
+            "timestamp": f"2024-01-01T00:{n // 60:02}:{n % 60:02}Z",
+        }
+        for n in range(300)
+    ]
+    trace_id = pushed(events=events)
+    first = {"role": "user", "content": "first", "timestamp": "2000-01-01T00:00:00Z"}
+    mid = {"role": "user", "content": "mid", "timestamp": "2024-01-01T00:02:30.5Z"}
+    body = {"messages": [first, mid]}
+    with django_assert_max_num_queries(40):  # not one UPDATE a moved event
+        response = inv.post(f"/api/v1/trace/{trace_id}/messages", body, format="json")
+    assert response.status_code == 200, response.content
+    got = [e["content"] for e in inv.get(f"/api/v1/trace/{trace_id}").json()["messages"]]
+    assert got == ["first"] + [f"e{n}" for n in range(151)] + ["mid"] + [
+        f"e{n}" for n in range(151, 300)
+    ]
+    trace = Trace.objects.get(uuid=trace_id)
+    rows = TraceEvent.objects.filter(trace=trace).order_by("position")
+    assert list(rows.values_list("position", "first_block")) == [(p, p + 1) for p in range(302)]
+    # the blocks follow the events: in number, in creation time, in turn
+    blocks = Block.objects.filter(trace=trace)
+    assert [b.payload["content"] for b in blocks.order_by("number")] == got
+    assert [b.payload["content"] for b in blocks.order_by("created_at", "id")] == got
+    assert [b.turn for b in blocks.order_by("number")] == list(range(302))
+
+
+def test_a_trace_over_the_event_caps_is_refused_with_400(inv, pushed, settings):
+    settings.EXPLORER_MAX_TRACE_EVENTS, settings.EXPLORER_MAX_APPEND_EVENTS = 3, 2
+    event = {"role": "user", "content": "a"}
+    response = inv.post("/api/v1/push/trace", {"messages": [[event] * 4]}, format="json")
+    assert response.status_code == 400
+    assert response.json()["detail"].startswith("a trace holds at most 3 events")
+    trace_id = pushed(events=[event, event])
+    url = f"/api/v1/trace/{trace_id}/messages"
+    response = inv.post(url, {"messages": [event] * 3}, format="json")
+    assert response.status_code == 400
+    assert response.json()["detail"].startswith("an append adds at most 2 events")
+    response = inv.post(url, {"messages": [event] * 2}, format="json")
+    assert response.status_code == 400
+    assert response.json() == {
+        "detail": "a trace holds at most 3 events (EXPLORER_MAX_TRACE_EVENTS); this one would "
+        "hold 2 stored and 2 new"
+    }
+    assert TraceEvent.objects.filter(trace__uuid=trace_id).count() == 2
+    assert inv.post(url, {"messages": [event]}, format="json").status_code == 200
+
+
+BIG = 10**20
+RANGE = "must be between 0 and 2147483647"
+
+
+@pytest.mark.parametrize(
+    ("query", "detail"),
+    [
+        ("dataset/list?kind=any&limit=-1", f"limit {RANGE}"),
+        (f"dataset/list?kind=any&limit={BIG}", f"limit {RANGE}"),
+        (f"trace/snippets?limit={BIG}", f"limit {RANGE}"),
+        (f"dataset/byid/{{dataset}}/traces?offset={BIG}", f"offset {RANGE}"),
+        (f"dataset/byid/{{dataset}}/traces?limit={BIG}", f"limit {RANGE}"),
+        (f"dataset/byuser/acme/runs/traces?offset={BIG}", f"offset {RANGE}"),
+        (f"trace/{{trace}}?max_length={'9' * 5000}", f"max_length {RANGE}"),
+        ("trace/{trace}?max_length=-5", f"max_length {RANGE}"),
+        (f"trace/{{trace}}?max_length={2**31}", f"max_length {RANGE}"),
+        ("dataset/list?kind=any&q=a%00b", "the query parameter 'q' holds a NUL (U+0000)"),
+        (
+            "dataset/metadata/runs?owner_username=a%00b",
+            "the query parameter 'owner_username' holds a NUL (U+0000)",
+        ),
+    ],
+)
+def test_a_query_parameter_out_of_range_or_with_a_nul_is_400(inv, pushed, query, detail):
+    trace_id = pushed()
+    dataset = Trace.objects.get(uuid=trace_id).dataset
+    url = "/api/v1/" + query.format(trace=trace_id, dataset=dataset.uuid)
+    response = inv.get(url)
+    assert response.status_code == 400, response.content
+    assert response.json() == {"detail": detail}
+
+
+def test_the_highest_limit_and_a_zero_offset_written_with_leading_zeros_are_taken(inv, pushed):
+    pushed()
+    response = inv.get(f"/api/v1/trace/snippets?limit={2**31 - 1}")
+    assert response.status_code == 200 and response.json() == []
+    assert inv.get("/api/v1/dataset/byuser/acme/runs/traces?offset=000").status_code == 200

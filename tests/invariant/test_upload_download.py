@@ -119,6 +119,9 @@ LINE = {"messages": [{"role": "user", "content": "a"}]}
         ([{**LINE, "index": "1"}], "ok", "index must be an integer"),
         ([{**LINE, "index": 1.0}], "ok", "index must be an integer"),
         ([{**LINE, "index": 1}, {**LINE, "index": 1}], "ok", "used by an earlier line"),
+        ([{**LINE, "index": 2**31 - 1}], "ok", "line 0: index must be between 0 and 2147483646"),
+        ([LINE, {**LINE, "index": 2**63 - 1}], "ok", "line 1: index must be between 0 and"),
+        ([{**LINE, "index": -1}], "ok", "line 0: index must be between 0 and 2147483646"),
         ([{**LINE, "index": 1}, LINE], "ok", "no index, after a line that has one"),
         ([{**LINE, "annotations": [{"content": "x"}]}], "ok", "needs an address and content"),
         ([LINE], "bad name", "Dataset name can only contain A-Z, a-z, 0-9, - and _"),
@@ -133,6 +136,13 @@ def test_each_refusal_is_400_and_stores_nothing(sdk, rows, name, words):
     assert response.status_code == 400, response.text
     assert words in response.json()["detail"]
     assert not Trace.objects.exists()
+
+
+def test_the_highest_index_taken_leaves_room_for_a_push_after_it(sdk):
+    response = upload(sdk, "top", jsonl([{**LINE, "index": 2**31 - 2}]))
+    assert response.status_code == 200, response.text
+    pushed = sdk.create_request_and_push_trace(messages=[[{"role": "user"}]], dataset="top")
+    assert Trace.objects.get(uuid=pushed.id[0]).index == 2**31 - 1
 
 
 def test_upload_without_a_file_is_422_and_a_bad_is_public_400(sdk):

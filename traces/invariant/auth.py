@@ -2,12 +2,15 @@
 anonymous), else the browser session, else nobody; in test mode (settings.DEV_MODE) one
 fixed development user, whatever key is sent (spec invariant-explorer-api.md, Test mode)."""
 
+from urllib.parse import urlsplit
+
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from rest_framework.authentication import BaseAuthentication
 
 from traces.api.auth import BearerKeyAuthentication
+from traces.errors import Forbidden
 from traces.models import Membership
 from traces.services.organizations import organization_get_or_create
 
@@ -42,9 +45,27 @@ def dev_username(referer: str) -> str | None:
     return SECOND_USER if "noauth=user1" in referer else None
 
 
+def dev_same_site_check(request) -> None:
+    """Test mode acts as the developer with no key: a page of another site could post a
+    form here in the developer's browser. An unsafe request whose Origin (or, without
+    one, Referer) names another host is refused; one with neither (the SDK, curl) is not
+    a browser's."""
+    if request.method in ("GET", "HEAD", "OPTIONS", "TRACE"):
+        return
+    source = request.META.get("HTTP_ORIGIN") or request.META.get("HTTP_REFERER")
+    if source is None:
+        return
+    if urlsplit(source).netloc != request.get_host():
+        raise Forbidden(
+            "Forbidden: in test mode (DEV_MODE) a request that changes something must come "
+            "from this site's own pages"
+        )
+
+
 class ExplorerAuthentication(BaseAuthentication):
     def authenticate(self, request):
         if settings.DEV_MODE:
+            dev_same_site_check(request)
             username = dev_username(request.META.get("HTTP_REFERER", ""))
             if username is not None:
                 return dev_user_get_or_create(username=username), None

@@ -21,6 +21,8 @@ from traces.invariant.services import (
 from traces.models import Dataset, Organization
 from traces.services.datasets import dataset_get_or_create, dataset_lock
 
+MAX_INDEX = 2**31 - 2
+
 
 @dataclass
 class _Line:
@@ -60,6 +62,9 @@ def _annotated(number: int, row: dict[str, Any]) -> _Line:
     for note in notes:
         if not isinstance(note, dict) or "address" not in note or "content" not in note:
             raise BadRequest(f"line {number}: each annotation needs an address and content")
+        for key in ("content", "address"):
+            if isinstance(note[key], str) and "\x00" in note[key]:
+                raise BadRequest(f"line {number}: an annotation's {key} holds a NUL (U+0000)")
     notes = [{**note, "extra_metadata": note.get("extra_metadata", {})} for note in notes]
     if not isinstance(row["messages"], list):
         raise BadRequest(f"line {number}: messages must be a list")
@@ -110,6 +115,10 @@ def explorer_lines_read(data: bytes) -> tuple[dict[str, Any] | None, list[_Line]
             index = row["index"]
             if isinstance(index, bool) or not isinstance(index, int):
                 raise BadRequest(f"line {number}: index must be an integer")
+            if not 0 <= index <= MAX_INDEX:
+                # the column is a 32-bit integer, and a push takes the next index above
+                # the highest: the highest must leave room for one more
+                raise BadRequest(f"line {number}: index must be between 0 and {MAX_INDEX}")
             if index in seen:
                 raise BadRequest(f"line {number}: index {index} is used by an earlier line")
             seen.add(index)

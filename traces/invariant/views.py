@@ -21,8 +21,11 @@ from traces.invariant.events import BadTimestamp, timestamp_parsed
 from traces.invariant.uploads import explorer_dataset_upload
 from traces.models import Dataset, Organization, Trace
 from traces.policy import Action, allows, organizations_where
+from traces.selectors.datasets import dataset_attachment_disposition
 from traces.services.api_keys import api_key_create
 from traces.services.deletion import dataset_delete, trace_delete
+
+MAX_INT_PARAM = 2**31 - 1  # a limit, offset or length beyond it means nothing more
 
 
 class ExplorerApi(APIView):
@@ -39,6 +42,10 @@ class ExplorerApi(APIView):
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
         self.actor = actor_of(request.user)
+        for name, values in request.query_params.lists():
+            # a NUL reaches text comparisons that PostgreSQL refuses with a 500
+            if "\x00" in name or any("\x00" in v for v in values):
+                raise BadRequest(f"the query parameter {name!r} holds a NUL (U+0000)")
 
     # --- who ------------------------------------------------------------------------
 
@@ -90,7 +97,15 @@ class ExplorerApi(APIView):
             return default
         if not raw.isascii() or not raw.lstrip("-").isdigit():
             raise drf.ValidationError({name: ["must be an integer"]})
-        return int(raw)
+        # the digits are counted before int() reads them: Python refuses over 4,300 of
+        # them, and the database a number over its column's 64 bits
+        digits = raw.lstrip("-").lstrip("0")
+        if raw.startswith("-") and digits or len(digits) > len(str(MAX_INT_PARAM)):
+            raise BadRequest(f"{name} must be between 0 and {MAX_INT_PARAM}")
+        value = int(digits or "0")
+        if value > MAX_INT_PARAM:
+            raise BadRequest(f"{name} must be between 0 and {MAX_INT_PARAM}")
+        return value
 
     def bool_param(self, name: str, default: bool) -> bool:
         raw = self.request.query_params.get(name)
@@ -132,6 +147,7 @@ class KeyCreateApi(ExplorerApi):
         made = api_key_create(
             organization=organization, name="Invariant Explorer key",
             created_by=self.actor.user, role=self.actor.role_in(organization.pk),
+            minted_by=self.actor.api_key,
         )  # fmt: skip
         return Response({"id": selectors.key_uuid(made.api_key), "key": made.secret})
 
@@ -178,6 +194,11 @@ class AppendMessagesApi(ExplorerApi):
         messages, notes = data.get("messages"), data.get("annotations")
         if not isinstance(messages, list) or not messages:
             raise BadRequest("messages must be a non-empty list of events")
+        if len(messages) > settings.EXPLORER_MAX_APPEND_EVENTS:
+            raise BadRequest(
+                f"an append adds at most {settings.EXPLORER_MAX_APPEND_EVENTS} events "
+                f"(EXPLORER_MAX_APPEND_EVENTS); this one has {len(messages)}: send them in parts"
+            )
         if not all(isinstance(m, dict) for m in messages):
             raise BadRequest("each message must be an object")
         if notes is not None and (
@@ -226,8 +247,8 @@ class TraceDeleteApi(ExplorerApi):
 class SnippetsApi(ExplorerApi):
     def get(self, request):
         organization = self.home(Action.READ)
-        limit = self.int_param("limit", 100)
-        traces = selectors.snippets_of(organization=organization, limit=max(0, limit))
+        limit = self.int_param("limit", 100) or 0
+        traces = selectors.snippets_of(organization=organization, limit=limit)
         return Response([selectors.trace_out(t, include_annotations=False) for t in traces])
 
 
@@ -397,8 +418,8 @@ class DatasetTracesApi(_OneDataset):
         return Response(
             selectors.dataset_traces_page(
                 dataset=dataset,
-                limit=None if limit is None else max(0, limit),
-                offset=max(0, offset),
+                limit=limit,
+                offset=offset,
                 indices=indices,
             )  # fmt: skip
         )
@@ -415,7 +436,9 @@ class DatasetDownloadApi(_OneDataset):
             only_annotated=self.only_annotated or self.bool_param("only_annotated", False),
         )  # fmt: skip
         response = StreamingHttpResponse(lines, content_type="application/json")
-        response["Content-Disposition"] = f'attachment; filename="{dataset.name}.jsonl"'
+        response["Content-Disposition"] = dataset_attachment_disposition(
+            dataset=dataset, suffix=".jsonl"
+        )
         return response
 
 

@@ -30,26 +30,35 @@ def organization_get(*, slug: str) -> Organization:
 def dataset_export_filename(*, dataset: Dataset, fmt: str) -> str:
     """The export's file name: the dataset's name, letters and digits of any script kept,
     anything else (spaces, quotes, slashes, control and bidi characters) as `_`."""
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in dataset.name) or "dataset"
-    return f"{safe}.{fmt}.jsonl"
+    return _safe_filename(dataset.name, f".{fmt}.jsonl")
 
 
-def _ascii_name(filename: str, fmt: str) -> str:
+def _safe_filename(name: str, suffix: str) -> str:
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "dataset"
+    return f"{safe}{suffix}"
+
+
+def _ascii_name(filename: str, suffix: str) -> str:
     """The file name for clients that know only `filename=`: accents dropped, any other
     non-ASCII character as `_`; "dataset" when nothing of the name is left."""
     decomposed = unicodedata.normalize("NFKD", filename)
     plain = "".join(c for c in decomposed if not unicodedata.combining(c))
     ascii_name = "".join(c if c.isascii() else "_" for c in plain)
-    stem = ascii_name.removesuffix(f".{fmt}.jsonl")
-    return ascii_name if stem.strip("_.") else f"dataset.{fmt}.jsonl"
+    stem = ascii_name.removesuffix(suffix)
+    return ascii_name if stem.strip("_.") else f"dataset{suffix}"
 
 
 def dataset_export_disposition(*, dataset: Dataset, fmt: str) -> str:
-    """The export's Content-Disposition (RFC 6266): an ASCII `filename` every client
-    reads, and where the name is not ASCII, `filename*` in UTF-8 (RFC 5987), which
-    browsers prefer."""
-    filename = dataset_export_filename(dataset=dataset, fmt=fmt)
-    fallback = _ascii_name(filename, fmt)
+    """The export's Content-Disposition (RFC 6266)."""
+    return dataset_attachment_disposition(dataset=dataset, suffix=f".{fmt}.jsonl")
+
+
+def dataset_attachment_disposition(*, dataset: Dataset, suffix: str) -> str:
+    """A download of the dataset as a file named after it and ending in `suffix`, for
+    Content-Disposition (RFC 6266): an ASCII `filename` every client reads, and where the
+    name is not ASCII, `filename*` in UTF-8 (RFC 5987), which browsers prefer."""
+    filename = _safe_filename(dataset.name, suffix)
+    fallback = _ascii_name(filename, suffix)
     header = f'attachment; filename="{fallback}"'
     if fallback != filename:
         header += f"; filename*=UTF-8''{quote(filename, safe='')}"

@@ -32,8 +32,10 @@ def api_key_create(
     name: str = "",
     created_by=None,
     role: str = Membership.Role.MEMBER,
+    minted_by: ApiKey | None = None,
 ) -> NewApiKey:
-    """A new key acting with `role` (viewer, member or owner) in `organization`."""
+    """A new key acting with `role` (viewer, member or owner) in `organization`; made with
+    the key `minted_by`, it is revoked with that key."""
     check_no_nul(name, "name")
     if role not in Membership.Role.values:
         raise ValidationFailed(
@@ -48,6 +50,7 @@ def api_key_create(
         prefix=secret[:10],
         key_hash=api_key_hash(secret),
         created_by=created_by,
+        minted_by=minted_by,
     )
     return NewApiKey(api_key=api_key, secret=secret)
 
@@ -57,9 +60,17 @@ def api_key_revoke(*, organization: Organization, key_id: str) -> ApiKey:
         api_key = ApiKey.objects.get(organization=organization, id=key_id)
     except ApiKey.DoesNotExist:
         raise NotFound(f"no API key {key_id!r}", {"key_id": key_id}) from None
+    now = timezone.now()
     if api_key.revoked_at is None:
-        api_key.revoked_at = timezone.now()
+        api_key.revoked_at = now
         api_key.save(update_fields=["revoked_at"])
+    # The keys it minted, and theirs, go with it (one query a generation).
+    generation = [api_key.pk]
+    while generation:
+        generation = list(
+            ApiKey.objects.filter(minted_by__in=generation).values_list("pk", flat=True)
+        )
+        ApiKey.objects.filter(pk__in=generation, revoked_at__isnull=True).update(revoked_at=now)
     return api_key
 
 
