@@ -39,6 +39,7 @@ from traces.selectors.blocks import (
     trace_outline_rows,
 )
 from traces.selectors.neighbours import trace_neighbours
+from traces.selectors.traces import trace_passing_trial_exists
 from traces.services.annotations import block_extra_patch
 from traces.services.traces import trace_patch
 from traces.validation import check_reward
@@ -130,6 +131,10 @@ def trace_page(request, trace_id: str):
         "raw_url": reverse("api-trace", args=[trace.organization.slug, trace.pk]),
         "trace_reward": page.trace_reward(trace, renderer.can_edit),
         **page.reward_summary(trace),
+        "passing_trial": (
+            page.reward_summary(trace)["reward_tone"] == "bad"
+            and trace_passing_trial_exists(trace=trace)
+        ),
         "can_edit": renderer.can_edit,
         **annotations_context(request, trace, block=request.GET.get("annotate", "")),
         "start": start,

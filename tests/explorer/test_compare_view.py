@@ -214,6 +214,16 @@ def test_a_failed_trial_links_to_a_passing_one_and_a_passing_trial_to_any(reader
     assert "Compare with…" in passed
 
 
+def test_a_failed_trial_with_no_passing_trial_of_its_task_offers_any_trace(reader, trials):
+    """Researcher: a task's only trial offered "a passing trial", then found none."""
+    failed = trials[0]
+    Trace.objects.filter(dataset=failed.dataset, task=failed.task).exclude(pk=failed.pk).update(
+        reward=0
+    )
+    page = reader.get(f"/t/{failed.pk}/").content.decode()
+    assert "Compare with a passing trial" not in page and "Compare with…" in page
+
+
 def test_the_dataset_page_and_its_task_table_link_to_the_comparisons(reader, trials):
     dataset = trials[0].dataset
     page = reader.get(f"/d/{dataset.pk}/").content.decode()

@@ -4,6 +4,7 @@ from django.db.models import Count, QuerySet
 
 from traces.errors import ValidationFailed
 from traces.models import Dataset, Organization, Trace
+from traces.rewards import SUCCESS
 from traces.selectors import first_or_not_found
 from traces.selectors.search import datasets_matching
 from traces.selectors.trace_filters import TraceFilter, traces_filtered
@@ -71,3 +72,16 @@ def trace_list(
     more = len(page) > limit
     page = page[:limit]
     return page, (page[-1].id if more else None)
+
+
+def trace_passing_trial_exists(*, trace: Trace) -> bool:
+    """Whether another trace of the trace's dataset has its task (Trace.task, indexed with
+    the dataset) and succeeded: what "Compare with a passing trial" needs to lead
+    somewhere (one query)."""
+    if trace.dataset_id is None or not trace.task:
+        return False
+    return (
+        Trace.objects.filter(dataset_id=trace.dataset_id, task=trace.task, reward__gte=SUCCESS)
+        .exclude(pk=trace.pk)
+        .exists()
+    )
