@@ -359,14 +359,20 @@ def test_permalinks_and_keyboard(
     assert console_errors == []
 
 
-def test_a_permalink_beyond_the_first_chunk(
-    page: Page, live_server, org, member, sign_in, console_errors
-):
+def long_chat(org, name: str) -> Trace:
+    """A chat of 200 messages ("message number 1".."200"): more than the first chunk."""
     events = [
         {"role": "user" if n % 2 == 0 else "assistant", "content": f"message number {n + 1}"}
         for n in range(200)
     ]
-    (trace,) = import_lines(org, "long-chat", [events])
+    (trace,) = import_lines(org, name, [events])
+    return trace
+
+
+def test_a_permalink_beyond_the_first_chunk(
+    page: Page, live_server, org, member, sign_in, console_errors
+):
+    trace = long_chat(org, "long-chat")
     far = block_id(trace, "MESSAGE", content="message number 180")
     sign_in(page, member.username)
 
@@ -618,11 +624,7 @@ def test_a_focus_link_without_its_hash_opens_at_the_block(
     page: Page, live_server, org, member, sign_in, console_errors
 ):
     """Researcher: `?focus=<block>` alone (a link written by hand) stayed at the top."""
-    events = [
-        {"role": "user" if n % 2 == 0 else "assistant", "content": f"message number {n + 1}"}
-        for n in range(200)
-    ]
-    (trace,) = import_lines(org, "focus-only", [events])
+    trace = long_chat(org, "focus-only")
     far = block_id(trace, "MESSAGE", content="message number 120")
     sign_in(page, member.username)
     page.goto(f"{live_server.url}/t/{trace.pk}/?focus={far}")
