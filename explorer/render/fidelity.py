@@ -44,6 +44,8 @@ def _line_keeps(line: str, stripped: str, in_list: bool) -> bool:
         return False  # indentation of code or of a layout
     if not stripped.startswith("|") and _aligned(stripped):
         return False  # columns aligned with spaces (a Markdown table's padding is kept)
+    if "```" in stripped:
+        return False  # a fence marker mid-line: Markdown pairs such runs as a code span
     if "\\" in stripped and _ESCAPE.search(stripped):
         return False
     return not ("&" in stripped and _ENTITY.search(stripped))

@@ -24,6 +24,10 @@ from tests.explorer.render.sample import CTX
         r"path C:\new\* and \_escaped\_",
         "Tom &amp; Jerry",
         "  indented first line of a log",
+        # Who&When (hand-crafted-1): fence markers written mid-sentence pair up as one
+        # code span, and both ``` vanish
+        "Python code (provided to it quoted in ```python code blocks), or sh shell "
+        "scripts (provided to it quoted in ```sh code blocks).",
     ],
 )
 def test_it_keeps_code_logs_diffs_and_tables_as_written(text):
