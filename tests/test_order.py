@@ -6,7 +6,7 @@ import orjson
 import pytest
 
 from traces.ingest.streamed import STREAM_LINE
-from traces.models import Block, Trace
+from traces.models import Trace
 from traces.order import (
     ORPHAN,
     ORPHANS,
@@ -16,6 +16,7 @@ from traces.order import (
     place_block,
     stitched_places,
 )
+from traces.selectors.blocks import trace_blocks_placed_again
 from traces.services.imports import trace_import
 
 
@@ -79,18 +80,9 @@ def test_appending_numbers_a_new_act_after_the_acts_its_turn_already_has():
 def stored_and_recomputed(trace: Trace) -> tuple[list[tuple], list[tuple]]:
     """The trace's stored (id, turn, act, step, number), and the same computed again from
     its rows in creation order, as the migration does for rows stored before the order."""
-    rows = list(
-        Block.objects.filter(trace=trace)
-        .order_by("created_at", "id")
-        .values_list("id", "sub_type", "parent_id", "result_seq", "turn", "act", "step", "number")
-    )
-    index = {row[0]: n for n, row in enumerate(rows)}
-    places = stitched_places([(r[1], index.get(r[2]), r[3]) for r in rows])
-    stored = [(r[0], r[4], r[5], r[6], r[7]) for r in rows]
-    computed = [
-        (r[0], p.turn, p.act, p.step, n + 1)
-        for n, (r, p) in enumerate(zip(rows, places, strict=True))
-    ]
+    placed = trace_blocks_placed_again(trace=trace)
+    stored = [(block_id, *row) for block_id, row in zip(placed.ids, placed.stored, strict=True)]
+    computed = [(block_id, *row) for block_id, row in zip(placed.ids, placed.computed, strict=True)]
     return stored, computed
 
 

@@ -44,7 +44,8 @@ from traces.models import (
     TraceEvent,
     TraceImage,
 )
-from traces.order import Placer, count_places, stitched_places
+from traces.order import Placer
+from traces.selectors.blocks import trace_blocks_placed_again
 from traces.services.annotations import trace_reward
 from traces.services.datasets import dataset_get_or_create, dataset_lock
 from traces.trials import trace_task_trial
@@ -198,27 +199,16 @@ def _counts_refresh(trace: Trace) -> None:
     event's first block number, after its blocks changed. Only the rows whose place or
     number changed are written: an append at the end writes its new blocks' places, not
     every block's again."""
-    rows = list(
-        Block.objects.filter(trace=trace)
-        .order_by("created_at", "id")
-        .values_list("id", "sub_type", "parent_id", "result_seq", "turn", "act", "step", "number")
-    )
-    index = {row[0]: n for n, row in enumerate(rows)}
-    places = stitched_places([(r[1], index.get(r[2]), r[3]) for r in rows])
-    block_fields = ("turn", "act", "step", "number")
+    placed = trace_blocks_placed_again(trace=trace)
     _rows_moved(
         Block,
-        block_fields,
-        [
-            (row[0], row[4:], (place.turn, place.act, place.step, n + 1))
-            for n, (row, place) in enumerate(zip(rows, places, strict=True))
-        ],
+        ("turn", "act", "step", "number"),
+        list(zip(placed.ids, placed.stored, placed.computed, strict=True)),
     )
     errors = Block.objects.filter(trace=trace, is_error=True).count()
     Trace.objects.filter(pk=trace.pk).update(
-        block_count=len(rows), tool_errors=errors,
-        block_counts=count_places([r[1] for r in rows], places),
-    )  # fmt: skip
+        block_count=len(placed.ids), tool_errors=errors, block_counts=placed.counts
+    )
     number, firsts = 1, []
     events = TraceEvent.objects.filter(trace=trace).order_by("position")
     for pk, first_block, block_count in events.values_list("pk", "first_block", "block_count"):

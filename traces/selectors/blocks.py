@@ -9,6 +9,7 @@ only for the blocks a page shows, and only while it may (explorer/render/effort.
 import contextlib
 import itertools
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -19,6 +20,7 @@ from django.db.models.functions import Substr
 
 from traces import kinds
 from traces.models import Block, Organization, Trace
+from traces.order import count_places, stitched_places
 from traces.selectors import first_or_not_found
 from traces.selectors.search import NUL, blocks_matching
 
@@ -413,3 +415,33 @@ def block_get_in_org(*, organization: Organization, block_id: str) -> Block:
     rows = Block.objects.select_related("trace__dataset")
     rows = rows.filter(trace__organization=organization, id=block_id)
     return first_or_not_found(rows, "block", "block_id", block_id)
+
+
+@dataclass(frozen=True)
+class PlacedAgain:
+    """The trace's blocks in creation order, each with its stored place and the place
+    traces/order.py gives it computed afresh (numbered from 1), and the counts of those."""
+
+    ids: list[str]
+    stored: list[tuple[Any, Any, Any, Any]]  # (turn, act, step, number) as stored
+    computed: list[tuple[int | None, int, int, int]]
+    counts: dict[str, Any]
+
+
+def trace_blocks_placed_again(*, trace: Trace) -> PlacedAgain:
+    """Every block of the trace placed again from its rows (one query): what a write that
+    changed a trace's blocks other than by appending, or a change of the table of kinds,
+    stores (trace_order_refill, the Explorer append)."""
+    rows = list(
+        Block.objects.filter(trace=trace)
+        .order_by("created_at", "id")
+        .values_list("id", "sub_type", "parent_id", "result_seq", "turn", "act", "step", "number")
+    )
+    index = {row[0]: n for n, row in enumerate(rows)}
+    places = stitched_places([(row[1], index.get(row[2]), row[3]) for row in rows])
+    return PlacedAgain(
+        ids=[row[0] for row in rows],
+        stored=[row[4:] for row in rows],
+        computed=[(place.turn, place.act, place.step, n + 1) for n, place in enumerate(places)],
+        counts=count_places([row[1] for row in rows], places),
+    )

@@ -17,8 +17,8 @@ from traces.errors import (
     ValidationFailed,
 )
 from traces.models import Block, Trace
-from traces.order import ORPHAN, Place, TraceOrder, count_places, place_block, stitched_places
-from traces.selectors.blocks import block_dict
+from traces.order import ORPHAN, Place, TraceOrder, count_places, place_block
+from traces.selectors.blocks import block_dict, trace_blocks_placed_again
 from traces.services.annotations import check_extra
 from traces.validation import validate_block
 
@@ -324,23 +324,16 @@ def trace_order_refill(*, trace: Trace) -> None:
     """Place every block of the trace again (traces/order.py), its blocks in creation
     order, and count them: what a change of the table of block kinds' parents asks of
     the traces already stored (migration 0014 does the same for every trace)."""
-    rows = list(
-        Block.objects.filter(trace=trace)
-        .order_by("created_at", "id")
-        .values_list("id", "sub_type", "parent_id", "result_seq")
-    )
-    index = {row[0]: n for n, row in enumerate(rows)}
-    places = stitched_places(
-        [(sub_type, index.get(parent), seq) for _, sub_type, parent, seq in rows]
-    )
+    placed = trace_blocks_placed_again(trace=trace)
     with transaction.atomic():
         Block.objects.bulk_update(
             [
-                Block(id=row[0], turn=place.turn, act=place.act, step=place.step, number=n + 1)
-                for n, (row, place) in enumerate(zip(rows, places, strict=True))
+                Block(id=block_id, turn=turn, act=act, step=step, number=number)
+                for block_id, (turn, act, step, number) in zip(
+                    placed.ids, placed.computed, strict=True
+                )
             ],
             ["turn", "act", "step", "number"],
             batch_size=1000,
         )
-        counts = count_places([row[1] for row in rows], places)
-        Trace.objects.filter(pk=trace.pk).update(block_counts=counts)
+        Trace.objects.filter(pk=trace.pk).update(block_counts=placed.counts)
