@@ -115,6 +115,7 @@ def trace_page(request, trace_id: str):
     chunk_context = page.chunk_context(renderer, row_total, start, chunk, acts_from)
     listed = list_state(request)  # J/K walk the list the reader came from
     prev, nxt = trace_neighbours(trace=trace, filters=listed.filter, sort=listed.sort)
+    reward = page.reward_summary(trace)
     context = {
         "trace": trace,
         "title": page.trace_title(trace),
@@ -130,11 +131,8 @@ def trace_page(request, trace_id: str):
         "meta_hidden": page.meta_hidden(trace.metadata) + page.meta_hidden(trace.extra),
         "raw_url": reverse("api-trace", args=[trace.organization.slug, trace.pk]),
         "trace_reward": page.trace_reward(trace, renderer.can_edit),
-        **page.reward_summary(trace),
-        "passing_trial": (
-            page.reward_summary(trace)["reward_tone"] == "bad"
-            and trace_passing_trial_exists(trace=trace)
-        ),
+        **reward,
+        "passing_trial": reward["reward_tone"] == "bad" and trace_passing_trial_exists(trace=trace),
         "can_edit": renderer.can_edit,
         **annotations_context(request, trace, block=request.GET.get("annotate", "")),
         "start": start,
