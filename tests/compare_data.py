@@ -9,7 +9,6 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from scipy import stats
 
 from tests.conftest import SHARED_DATA
 from traces.models import Dataset
@@ -37,6 +36,7 @@ def import_runs(org, name: str, top: dict, keep=lambda sim: True) -> Dataset:
 
 def expected(sims_a: list[dict], sims_b: list[dict]) -> dict:
     """Every figure of comparing A with B, from the simulations themselves."""
+    from scipy import stats  # here, not at the top: collecting imports every test module
 
     def per_task(sims):
         out = defaultdict(list)

@@ -28,8 +28,9 @@ from traces.models import Membership, Organization
 from traces.services.api_keys import api_key_create
 from traces.services.organizations import organization_get_or_create
 
-# `runs` and `stored_tau2`: a dataset of real runs, imported once for a module.
-pytest_plugins = ["tests.real_runs"]
+# `runs` and `stored_tau2`: a dataset of real runs, imported once for a module;
+# tests/db_template.py: the SQLite test database migrated once, then copied.
+pytest_plugins = ["tests.real_runs", "tests.db_template"]
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"

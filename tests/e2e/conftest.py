@@ -7,6 +7,7 @@ Chromium, so CI never skips them. E2E_CHROMIUM points at another binary (or at a
 one, to see the skip).
 """
 
+import functools
 import io
 import json
 import os
@@ -37,8 +38,14 @@ def chromium_missing() -> bool:
     return not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK))
 
 
+@functools.cache
+def _in_here(folder: Path) -> bool:
+    return HERE in folder.resolve().parents or folder.resolve() == HERE
+
+
 def _is_e2e(item: pytest.Item) -> bool:
-    return HERE in Path(str(item.path)).resolve().parents
+    # A folder at a time: resolving the path of each of ~3,700 items took 0.5 s.
+    return _in_here(item.path.parent)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -43,7 +43,6 @@ from typing import Any
 import orjson
 from django.db.models import F, QuerySet, TextField
 from django.db.models.expressions import ExpressionWrapper, RawSQL
-from scipy import stats
 
 from traces import kinds
 from traces.models import Block, Dataset, Trace
@@ -536,10 +535,20 @@ def _task_rows(side: Side, key: str | None) -> tuple[dict[str, list[tuple[str, b
     return tasks, total, wins
 
 
+def _scipy_stats():
+    """scipy.stats, imported on first use: importing it costs over a second of CPU (numpy,
+    its distributions), which every process serving any page (each gunicorn worker, each
+    test worker) paid at start for the compare page alone."""
+    from scipy import stats
+
+    return stats
+
+
 def wilson(successes: int, total: int) -> Proportion:
     """A share with its 95% Wilson score interval (scipy's binomtest)."""
     if total == 0:
         return Proportion(successes, total, None, None)
+    stats = _scipy_stats()
     ci = stats.binomtest(successes, total).proportion_ci(confidence_level=0.95, method="wilson")
     return Proportion(successes, total, float(ci.low), float(ci.high))
 
@@ -552,6 +561,7 @@ def paired_statistics(differences: list[float]) -> tuple[Any, ...]:
     if n == 0:
         return None, None, None, None, None
     mean = math.fsum(differences) / n
+    stats = _scipy_stats()
     low = high = None
     if n >= 2:
         if all(d == differences[0] for d in differences):
