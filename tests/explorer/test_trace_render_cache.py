@@ -5,6 +5,8 @@ what depends on the reader (rewards, labels, who may edit) drawn for each respon
 import re
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from explorer import trace_page
 from explorer.render.effort import Effort
@@ -88,6 +90,24 @@ def test_an_entry_of_another_renderer_version_is_drawn_again_and_replaced(
     assert again == first and "stale" not in again
     assert len(counted_renderers) == chat_trace.block_count
     assert all(t.startswith(trace_page.RENDER_VERSION) for t in _rendered(chat_trace).values())
+
+
+def test_a_page_the_cache_holds_reads_no_payload_of_the_blocks_past_it(
+    member_client, org, monkeypatch
+):
+    # A page reads a block or two past the rows it shows (to know where it ends): those
+    # are not drawn, so not kept, and their payloads must not be read for nothing.
+    monkeypatch.setattr(trace_page, "CHUNK_ROWS", 2)
+    events = [{"role": r, "content": f"turn {n}"} for n in range(3) for r in ("user", "assistant")]
+    [trace] = import_traces(org, "render-cache-past", [events])
+    first = _page(member_client, trace)
+    assert "turn 0" in first and "turn 1" not in first  # two rows: the first turn
+    assert sum(text is not None for text in _rendered(trace).values()) == 2
+
+    with CaptureQueriesContext(connection) as queries:
+        assert _page(member_client, trace) == first
+    block_reads = [q["sql"] for q in queries.captured_queries if "traces_block" in q["sql"]]
+    assert block_reads and not any('"payload"' in sql for sql in block_reads)
 
 
 def test_rewards_labels_and_who_may_edit_are_drawn_for_each_response(
