@@ -31,7 +31,7 @@ from explorer.render.text import size_label, visible_text
 from explorer.templatetags.numbers import metadata_number
 from traces import jsontext, kinds
 from traces.ingest.images import referenced_images
-from traces.models import Trace
+from traces.models import Annotation, Trace
 from traces.order import ORPHANS
 from traces.policy import Action, allows
 from traces.rewards import reward_tone
@@ -317,10 +317,11 @@ class PageRenderer:
 
     def __init__(
         self, request, trace: Trace, *, fold: bool = True, as_text: bool = False,
-        drawers: bool = True,
+        drawers: bool = True, annotations: list[Annotation] | None = None,
     ):  # fmt: skip
         """`drawers`: render each block's metadata, raw and extra (else the page loads
-        them when a drawer opens)."""
+        them when a drawer opens). `annotations`: all of the trace's, if the caller read
+        them (the blocks' labels are taken from them, not read again)."""
         self.trace = trace
         self.fold = fold
         self.drawers = drawers
@@ -338,11 +339,12 @@ class PageRenderer:
         self._prefixes: dict[str, str] = {}  # sub type -> _cache_prefix
         self._kinds: dict[str, tuple[bool, str]] = {}  # sub type -> _kind_facts
         self._thumbs = (self.static(THUMB_UP), self.static(THUMB_DOWN))
+        self._annotations = annotations
 
     @cached_property
     def block_labels(self) -> dict[str, list[str]]:
         """Block id -> the names of its labels: one query a request."""
-        return block_label_names(trace=self.trace)
+        return block_label_names(trace=self.trace, annotations=self._annotations)
 
     def image_url(self, sha: str) -> str:
         return reverse("trace-image", args=[self.trace.pk, sha])

@@ -129,6 +129,32 @@ def test_rewards_labels_and_who_may_edit_are_drawn_for_each_response(
     assert "reward <b>0.25</b>" in as_viewer and ">wrong-city</a>" in as_viewer
 
 
+@pytest.mark.parametrize("listed", [500, 1])
+def test_the_blocks_labels_come_from_the_annotations_the_page_lists_when_it_lists_all(
+    member_client, chat_trace, monkeypatch, listed
+):
+    monkeypatch.setattr("explorer.views.labels.ANNOTATIONS_SHOWN", listed)
+    monkeypatch.setattr("explorer.views.trace.ANNOTATIONS_SHOWN", listed)
+    first, second = Block.objects.filter(trace=chat_trace).order_by("number")[1:3]
+    label_create(dataset=chat_trace.dataset, name="wrong-city")
+    label_create(dataset=chat_trace.dataset, name="no-units")
+    annotation_create(trace=chat_trace, label="wrong-city", block_id=first.pk)
+    annotation_create(trace=chat_trace, label="no-units", block_id=second.pk)
+    annotation_create(trace=chat_trace, label="wrong-city", block_id=second.pk)
+    with CaptureQueriesContext(connection) as queries:
+        html = _page(member_client, chat_trace)
+    for block, names in ((first, ["wrong-city"]), (second, ["no-units", "wrong-city"])):
+        article = html[html.index(f'id="{block.pk}"') :].split("</article>", 1)[0]
+        shown = re.findall(r'class="label-tag small"[^>]*>([^<]+)</a>', article)
+        assert shown == names
+    # All three listed: no query of its own for the blocks' labels; one otherwise.
+    label_reads = [
+        q for q in queries.captured_queries
+        if q["sql"].startswith('SELECT "traces_annotation"."block_id" AS "block_id"')
+    ]  # fmt: skip
+    assert len(label_reads) == (0 if listed == 500 else 1)
+
+
 def test_blocks_drawn_after_the_effort_allowance_ran_out_are_not_kept(
     member_client, chat_trace, monkeypatch
 ):
