@@ -84,22 +84,18 @@ def reward_html(reward: "RewardView", csrf_input: str) -> str:
             f'title="reward (read only)">reward <b>{_e(reward.display)}</b></span>'
         )
     url = _e(reward.url)
+    # Each of the control's states read once (a page draws this control on every block).
+    error, is_set, is_up, is_down = reward.error, reward.is_set, reward.is_up, reward.is_down
     # What the field shows: a number as text, or what was typed when it was refused.
-    value = _e(reward.field_value) if reward.error else reward.field_value
-    invalid = ' aria-invalid="true"' if reward.error else ""
-    up_on = " is-on" if reward.is_up else ""
-    down_on = " is-on" if reward.is_down else ""
+    value = _e(reward.field_value) if error else reward.field_value
+    invalid = ' aria-invalid="true"' if error else ""
     clear = (
         '\n<button class="reward-clear" name="action" value="clear" '
         'title="Clear the reward">clear</button>'
-        if reward.is_set
+        if is_set
         else ""
     )
-    error = (
-        f'\n<span class="reward-error" role="alert">{_e(reward.error)}</span>'
-        if reward.error
-        else ""
-    )
+    error_html = f'\n<span class="reward-error" role="alert">{_e(error)}</span>' if error else ""
     return (
         f'<form class="{reward.form_class}" id="{_e(reward.dom_id)}" method="post" '
         f'action="{url}" hx-post="{url}" hx-swap="outerHTML">{csrf_input}'
@@ -108,13 +104,13 @@ def reward_html(reward: "RewardView", csrf_input: str) -> str:
         f'aria-label="Reward (any number)"{invalid}>\n'
         '<button class="reward-set" name="action" value="set" title="Set this number">'
         "Set</button>\n"
-        f'<button class="thumb thumb-up{up_on}" name="action" value="up" '
-        f'aria-pressed="{reward.up_pressed}" title="Reward 1"><img src="{_e(reward.up_icon)}" '
-        'alt="Reward 1" width="16" height="16"></button>\n'
-        f'<button class="thumb thumb-down{down_on}" name="action" value="down" '
-        f'aria-pressed="{reward.down_pressed}" title="Reward 0">'
+        f'<button class="thumb thumb-up{" is-on" if is_up else ""}" name="action" value="up" '
+        f'aria-pressed="{"true" if is_up else "false"}" title="Reward 1">'
+        f'<img src="{_e(reward.up_icon)}" alt="Reward 1" width="16" height="16"></button>\n'
+        f'<button class="thumb thumb-down{" is-on" if is_down else ""}" name="action" '
+        f'value="down" aria-pressed="{"true" if is_down else "false"}" title="Reward 0">'
         f'<img src="{_e(reward.down_icon)}" alt="Reward 0" width="16" height="16"></button>'
-        f"{clear}{error}</form>"
+        f"{clear}{error_html}</form>"
     )
 
 

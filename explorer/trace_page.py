@@ -31,7 +31,7 @@ from explorer.render.text import size_label, visible_text
 from explorer.templatetags.numbers import metadata_number
 from traces import jsontext, kinds
 from traces.ingest.images import referenced_images
-from traces.models import Trace
+from traces.models import Annotation, Trace
 from traces.order import ORPHANS
 from traces.policy import Action, allows
 from traces.rewards import reward_tone
@@ -90,7 +90,7 @@ _MARK_KEYS = re.compile(r'"(?:not_in_log|failure)"')  # the metadata `marks` rea
 # --- View models -----------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(slots=True)
 class RewardView:
     url: str
     dom_id: str
@@ -103,18 +103,17 @@ class RewardView:
     up_icon: str = ""
     down_icon: str = ""
 
+    # The value as a number (None if it is none): made once, read by each state below.
+    number: float | None = field(init=False, default=None)
+
     def __post_init__(self) -> None:
         if not self.up_icon:
             self.up_icon, self.down_icon = static(THUMB_UP), static(THUMB_DOWN)
-
-    @cached_property
-    def number(self) -> float | None:
         value = self.value
         if isinstance(value, bool):
-            return 1.0 if value else 0.0
-        if isinstance(value, int | float) and math.isfinite(value):
-            return float(value)
-        return None
+            self.number = 1.0 if value else 0.0
+        elif isinstance(value, int | float) and math.isfinite(value):
+            self.number = float(value)
 
     @property
     def is_set(self) -> bool:
@@ -141,14 +140,6 @@ class RewardView:
     @property
     def placeholder(self) -> str:
         return "number" if self.target == "trace" else "value"
-
-    @property
-    def up_pressed(self) -> str:
-        return "true" if self.is_up else "false"
-
-    @property
-    def down_pressed(self) -> str:
-        return "true" if self.is_down else "false"
 
     @property
     def display(self) -> str:
@@ -178,7 +169,8 @@ def _number_text(number: float) -> str:
     return f"{number:.6g}"
 
 
-@dataclass
+# Slots: a page makes one of each a block it shows, and reads their fields as it draws.
+@dataclass(slots=True)
 class BlockView:
     id: str
     sub_type: str
@@ -216,6 +208,7 @@ class BlockView:
     # Whether the metadata, raw and extra drawer's contents are here; else the page loads
     # them when the drawer opens (the `drawer_body` partial of the block's view).
     drawer: bool = True
+    in_url: str = ""  # its id as a path segment or query value (_in_url), if made already
 
     @property
     def classes(self) -> str:
@@ -227,15 +220,15 @@ class BlockView:
             out += f" {self.tone}"
         return out + " has-reward" if self.reward.is_set else out
 
-    @cached_property
+    @property
     def full_url(self) -> str:
         """The block's own view (`block-full`)."""
-        return f"{self.trace_url}b/{_in_url(self.id)}/full"
+        return f"{self.trace_url}b/{self.in_url or _in_url(self.id)}/full"
 
-    @cached_property
+    @property
     def permalink(self) -> str:
         """The trace page opened at this block."""
-        return f"{self.trace_url}?focus={_in_url(self.id)}#{self.id}"
+        return f"{self.trace_url}?focus={self.in_url or _in_url(self.id)}#{self.id}"
 
 
 @dataclass
@@ -324,10 +317,11 @@ class PageRenderer:
 
     def __init__(
         self, request, trace: Trace, *, fold: bool = True, as_text: bool = False,
-        drawers: bool = True,
+        drawers: bool = True, annotations: list[Annotation] | None = None,
     ):  # fmt: skip
         """`drawers`: render each block's metadata, raw and extra (else the page loads
-        them when a drawer opens)."""
+        them when a drawer opens). `annotations`: all of the trace's, if the caller read
+        them (the blocks' labels are taken from them, not read again)."""
         self.trace = trace
         self.fold = fold
         self.drawers = drawers
@@ -344,11 +338,13 @@ class PageRenderer:
         self._renders: list[tuple[str, str]] = []  # (block id, Block.rendered) to keep
         self._prefixes: dict[str, str] = {}  # sub type -> _cache_prefix
         self._kinds: dict[str, tuple[bool, str]] = {}  # sub type -> _kind_facts
+        self._thumbs = (self.static(THUMB_UP), self.static(THUMB_DOWN))
+        self._annotations = annotations
 
     @cached_property
     def block_labels(self) -> dict[str, list[str]]:
         """Block id -> the names of its labels: one query a request."""
-        return block_label_names(trace=self.trace)
+        return block_label_names(trace=self.trace, annotations=self._annotations)
 
     def image_url(self, sha: str) -> str:
         return reverse("trace-image", args=[self.trace.pk, sha])
@@ -390,15 +386,18 @@ class PageRenderer:
         return Budget.unlimited(self.effort)
 
     def reward(self, node: dict[str, Any]) -> RewardView:
-        extra = node.get("extra")
+        return self._reward(node["id"], _in_url(node["id"]), node.get("extra"))
+
+    def _reward(self, block_id: str, in_url: str, extra: Any) -> RewardView:
+        """`reward` of a block whose id in a URL (`_in_url`) is made already."""
         value = extra.get("reward") if isinstance(extra, dict) else None
         return RewardView(
-            url=f"{self.trace_url}b/{_in_url(node['id'])}/reward",
-            dom_id=f"reward-{node['id']}",
+            url=f"{self.trace_url}b/{in_url}/reward",
+            dom_id=f"reward-{block_id}",
             value=value,
             can_edit=self.can_edit,
-            up_icon=self.static(THUMB_UP),
-            down_icon=self.static(THUMB_DOWN),
+            up_icon=self._thumbs[0],
+            down_icon=self._thumbs[1],
         )
 
     def decoded(self, stored: Any) -> tuple[Any, bool]:
@@ -576,8 +575,10 @@ class PageRenderer:
         # The drawer counts as its stored JSON, rendered here or not.
         drawer_chars = _stored_chars(node.get("metadata")) + _stored_chars(node.get("extra"))
         awaits_children, icon_url = self._kind_facts(kind)
+        block_id = node["id"]
+        in_url = _in_url(block_id)  # once: the reward's URL, the block's and its permalink
         return BlockView(
-            id=node["id"],
+            id=block_id,
             sub_type=kind.sub_type,
             kind=kind.view,
             label=kind.label,
@@ -590,8 +591,8 @@ class PageRenderer:
             badges=drawn["badges"],
             warnings=[*map(tuple, drawn["warnings"]), *self.marks(node, metadata)],
             **(drawer or _NO_DRAWER),
-            reward=self.reward({"id": node["id"], "extra": extra}),
-            labels=self.block_labels.get(node["id"], []),
+            reward=self._reward(block_id, in_url, extra),
+            labels=self.block_labels.get(block_id, []),
             has_text_view=kind.render in MARKDOWN_RENDERERS,
             awaits_children=awaits_children,
             role_class=drawn["role_class"],
@@ -604,6 +605,7 @@ class PageRenderer:
             trace_url=self.trace_url,
             icon_url=icon_url,
             drawer=drawer is not None,
+            in_url=in_url,
         )
 
     def _kind_facts(self, kind: kinds.BlockKind) -> tuple[bool, str]:

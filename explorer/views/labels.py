@@ -31,6 +31,7 @@ from traces.services.annotations import (
 
 DATASET_TEMPLATE = "explorer/dataset.html"
 TRACE_TEMPLATE = "explorer/trace.html"
+ANNOTATIONS_SHOWN = 500  # a trace page lists its first annotations
 
 
 def labels_context(request, dataset: Dataset, error: str = "", entered: str = "") -> dict:
@@ -51,7 +52,7 @@ def annotations_context(
 ) -> dict:
     """The trace page's labels and comments card, and its form (for `block` if given)."""
     vocabulary = list(labels_of(dataset=trace.dataset)) if trace.dataset_id else []
-    annotations = list(annotations_of(trace=trace)[:500])
+    annotations = list(annotations_of(trace=trace)[:ANNOTATIONS_SHOWN])
     can_edit = allows(actor(request), Action.WRITE, trace)
     return {
         "trace": trace,

@@ -26,7 +26,7 @@ from explorer.render.content import safe
 from explorer.render.json import json_html
 from explorer.trace_html import Deferred
 from explorer.views.base import htmx_target, render_page, wants_partial
-from explorer.views.labels import annotations_context
+from explorer.views.labels import ANNOTATIONS_SHOWN, annotations_context
 from traces.errors import NotFound, ValidationFailed
 from traces.models import Block, Trace
 from traces.policy import Action
@@ -92,7 +92,6 @@ def trace_page(request, trace_id: str):
     """O(what it shows): the trace row, its counts, and the blocks of one chunk, read in
     stitched order from where the page starts (traces/order.py)."""
     trace = _trace(request, trace_id)
-    renderer = page.PageRenderer(request, trace, drawers=False)
     counts = page.block_counts(trace)
     row_total = counts["MESSAGE"]
     start = min(_int_param(request, "after"), row_total)
@@ -102,12 +101,19 @@ def trace_page(request, trace_id: str):
     # The rows go into the response's bytes after the template (trace_html.Deferred).
     deferred = Deferred()
     if wants_partial(request):  # the next chunk, asked for by the one before
+        renderer = page.PageRenderer(request, trace, drawers=False)
         context = {
             "trace": trace,
             "deferred": deferred,
             **page.chunk_context(renderer, row_total, start, None, acts_from),
         }
         return deferred.fill(render_page(request, TEMPLATE, context, partial="chunk"))
+    notes = annotations_context(request, trace, block=request.GET.get("annotate", ""))
+    # The blocks' labels are taken from the annotations the page lists, if it lists all.
+    listed_all = len(notes["annotations"]) < ANNOTATIONS_SHOWN
+    renderer = page.PageRenderer(
+        request, trace, drawers=False, annotations=notes["annotations"] if listed_all else None
+    )
     chunk = None
     place = _place(request, trace)
     if place is not None:
@@ -134,7 +140,7 @@ def trace_page(request, trace_id: str):
         **reward,
         "passing_trial": reward["reward_tone"] == "bad" and trace_passing_trial_exists(trace=trace),
         "can_edit": renderer.can_edit,
-        **annotations_context(request, trace, block=request.GET.get("annotate", "")),
+        **notes,
         "start": start,
         "start_url": reverse("trace", args=[trace.pk]),
         "nav": "datasets",

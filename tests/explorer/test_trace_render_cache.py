@@ -5,6 +5,8 @@ what depends on the reader (rewards, labels, who may edit) drawn for each respon
 import re
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from explorer import trace_page
 from explorer.render.effort import Effort
@@ -90,6 +92,24 @@ def test_an_entry_of_another_renderer_version_is_drawn_again_and_replaced(
     assert all(t.startswith(trace_page.RENDER_VERSION) for t in _rendered(chat_trace).values())
 
 
+def test_a_page_the_cache_holds_reads_no_payload_of_the_blocks_past_it(
+    member_client, org, monkeypatch
+):
+    # A page reads a block or two past the rows it shows (to know where it ends): those
+    # are not drawn, so not kept, and their payloads must not be read for nothing.
+    monkeypatch.setattr(trace_page, "CHUNK_ROWS", 2)
+    events = [{"role": r, "content": f"turn {n}"} for n in range(3) for r in ("user", "assistant")]
+    [trace] = import_traces(org, "render-cache-past", [events])
+    first = _page(member_client, trace)
+    assert "turn 0" in first and "turn 1" not in first  # two rows: the first turn
+    assert sum(text is not None for text in _rendered(trace).values()) == 2
+
+    with CaptureQueriesContext(connection) as queries:
+        assert _page(member_client, trace) == first
+    block_reads = [q["sql"] for q in queries.captured_queries if "traces_block" in q["sql"]]
+    assert block_reads and not any('"payload"' in sql for sql in block_reads)
+
+
 def test_rewards_labels_and_who_may_edit_are_drawn_for_each_response(
     member_client, viewer_client, chat_trace
 ):
@@ -107,6 +127,32 @@ def test_rewards_labels_and_who_may_edit_are_drawn_for_each_response(
     as_viewer = _page(viewer_client, chat_trace)
     assert '<form class="reward reward-block' not in as_viewer
     assert "reward <b>0.25</b>" in as_viewer and ">wrong-city</a>" in as_viewer
+
+
+@pytest.mark.parametrize("listed", [500, 1])
+def test_the_blocks_labels_come_from_the_annotations_the_page_lists_when_it_lists_all(
+    member_client, chat_trace, monkeypatch, listed
+):
+    monkeypatch.setattr("explorer.views.labels.ANNOTATIONS_SHOWN", listed)
+    monkeypatch.setattr("explorer.views.trace.ANNOTATIONS_SHOWN", listed)
+    first, second = Block.objects.filter(trace=chat_trace).order_by("number")[1:3]
+    label_create(dataset=chat_trace.dataset, name="wrong-city")
+    label_create(dataset=chat_trace.dataset, name="no-units")
+    annotation_create(trace=chat_trace, label="wrong-city", block_id=first.pk)
+    annotation_create(trace=chat_trace, label="no-units", block_id=second.pk)
+    annotation_create(trace=chat_trace, label="wrong-city", block_id=second.pk)
+    with CaptureQueriesContext(connection) as queries:
+        html = _page(member_client, chat_trace)
+    for block, names in ((first, ["wrong-city"]), (second, ["no-units", "wrong-city"])):
+        article = html[html.index(f'id="{block.pk}"') :].split("</article>", 1)[0]
+        shown = re.findall(r'class="label-tag small"[^>]*>([^<]+)</a>', article)
+        assert shown == names
+    # All three listed: no query of its own for the blocks' labels; one otherwise.
+    label_reads = [
+        q for q in queries.captured_queries
+        if q["sql"].startswith('SELECT "traces_annotation"."block_id" AS "block_id"')
+    ]  # fmt: skip
+    assert len(label_reads) == (0 if listed == 500 else 1)
 
 
 def test_blocks_drawn_after_the_effort_allowance_ran_out_are_not_kept(

@@ -71,15 +71,26 @@ def annotations_matching(*, text: str) -> QuerySet[Annotation]:
     return Annotation.objects.filter(Q(comment__icontains=text) | Q(label__name__icontains=text))
 
 
-def block_label_names(*, trace: Trace) -> dict[str, list[str]]:
-    """Block id -> the names of the labels on that block of the trace."""
+def block_label_names(
+    *, trace: Trace, annotations: list[Annotation] | None = None
+) -> dict[str, list[str]]:
+    """Block id -> the names of the labels on that block of the trace. `annotations`: all
+    of the trace's, as `annotations_of` reads them, when the caller has them (the trace
+    page shows them): then no query."""
     found: dict[str, list[str]] = {}
-    rows = (
-        Annotation.objects.filter(trace=trace, block__isnull=False, label__isnull=False)
-        .order_by("created_at", "id")
-        .values_list("block_id", "label__name")
-    )
-    for block_id, name in rows[:5000]:
+    if annotations is None:
+        rows = (
+            Annotation.objects.filter(trace=trace, block__isnull=False, label__isnull=False)
+            .order_by("created_at", "id")
+            .values_list("block_id", "label__name")
+        )[:5000]
+    else:
+        rows = [
+            (note.block_id, note.label.name)
+            for note in annotations
+            if note.block_id is not None and note.label_id is not None
+        ]
+    for block_id, name in rows:
         names = found.setdefault(block_id, [])
         if name not in names:
             names.append(name)

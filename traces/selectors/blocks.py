@@ -156,11 +156,42 @@ def _payload_texts(trace: Trace, ids: list[str]) -> dict[str, str]:
         return {pk: text for pk, trace_id, text in cursor.fetchall() if trace_id == trace.pk}
 
 
+class _Payloads:
+    """The payloads of a batch of the page's rows, read in one query when the first of
+    them is asked for: a page stops a block or two past what it shows, and those blocks,
+    never drawn and so never kept by the render cache, would have their payloads read by
+    every request."""
+
+    __slots__ = ("trace", "ids", "texts")
+
+    def __init__(self, trace: Trace, ids: list[str]) -> None:
+        self.trace, self.ids = trace, ids
+        self.texts: dict[str, str] | None = None
+
+    def text(self, block_id: str) -> str:
+        if self.texts is None:
+            self.texts = _payload_texts(self.trace, self.ids)
+        return self.texts.get(block_id, "null")  # null: removed meanwhile
+
+
+class _BatchPayload(StoredJson):
+    """A payload as StoredJson, its text read with its batch's (_Payloads) when asked."""
+
+    __slots__ = ("block_id", "batch")
+
+    def __init__(self, block_id: str, batch: _Payloads) -> None:
+        self.block_id, self.batch = block_id, batch
+
+    @property
+    def text(self) -> str:  # type: ignore[override]
+        return self.batch.text(self.block_id)
+
+
 def _page_nodes(
     trace: Trace, stream: Iterator[tuple], drawn: Callable[[dict[str, Any]], bool], batch: int
 ) -> Iterator[tuple[dict[str, Any], tuple[int, int, int, int]]]:
     """The page's nodes from rows of _page_rows, a batch at a time: the payloads of the
-    blocks `drawn` asks for in one query a batch."""
+    blocks `drawn` asks for in one query a batch, made when one of them is first read."""
     rows = list(itertools.islice(stream, batch))
     while rows:
         nodes = []
@@ -172,12 +203,12 @@ def _page_nodes(
             if row[11]:  # a tool error, as its format said (Block.is_error)
                 node["is_error"] = True
             nodes.append(node)
-        wanted = {node["id"] for node in nodes if drawn(node)}
-        texts = _payload_texts(trace, sorted(wanted)) if wanted else {}
+        wanted = [node for node in nodes if drawn(node)]
+        if wanted:
+            payloads = _Payloads(trace, sorted(node["id"] for node in wanted))
+            for node in wanted:
+                node["payload"] = _BatchPayload(node["id"], payloads)
         for node, row in zip(nodes, rows, strict=True):
-            if node["id"] in wanted:
-                text = texts.get(node["id"])  # None: removed meanwhile
-                node["payload"] = None if text is None else StoredJson(text)
             yield node, row[7:11]
         rows = list(itertools.islice(stream, batch))
 
@@ -201,10 +232,6 @@ def trace_blocks_from(
     raw, with `rendered` (the page's render cache, Block.rendered; None when empty), and
     with its payload only if `drawn(node)` says the page draws it anew (read for a batch
     of rows in one query by id)."""
-    make = _node_maker(decode)
-    rows = _placed_rows(trace).filter(turn__gte=turn)
-    if act:
-        rows = rows.exclude(turn=turn, act__lt=act)
     # On PostgreSQL in a transaction: outside one its server-side cursor is WITH HOLD, and
     # a held cursor is computed whole when its transaction ends, i.e. the rest of the
     # trace. (Not on SQLite, where a transaction is IMMEDIATE: it would take the write lock.)
@@ -223,6 +250,12 @@ def trace_blocks_from(
             finally:
                 stream.close()
             return
+        # The page's read above is plain SQL: this queryset is made only when used (the
+        # ORM's building of it cost ~0.5 ms a request).
+        make = _node_maker(decode)
+        rows = _placed_rows(trace).filter(turn__gte=turn)
+        if act:
+            rows = rows.exclude(turn=turn, act__lt=act)
         for row in rows.order_by(*STITCHED_ORDER).iterator(chunk_size=batch):
             node = make(row[:11])
             if row[15]:  # a tool error, as its format said (Block.is_error): the page marks it
