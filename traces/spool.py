@@ -6,28 +6,21 @@ stays flat however many rows an upload has.
 
 - `RecordSpool`: Python tuples, read back in order; pickled a batch at a time (one
   pickle a row costs more than the rest of the import's work on the row).
-- `RowSpool`: the rows of one table, written with the database's bulk path. On
-  PostgreSQL the file holds COPY's text format and is streamed into COPY as it is; on
-  SQLite it holds tuples streamed into one `executemany`. JSON columns are given as
-  `RowSpool.json(value)` makes them: UTF-8 bytes for COPY, text for SQLite. Rows
-  spooled before it was known that they are not wanted (a duplicate trace's blocks) are
-  left out of the write by the value of their key column (`leave_out`).
+- `RowSpool`: the rows of one table, as tuples of values the driver takes (JSON columns
+  as text), written with the database's bulk path (traces/bulk.py: psycopg's COPY
+  `write_row` on PostgreSQL, one `executemany` on SQLite). Rows spooled before it was
+  known that they are not wanted (a duplicate trace's blocks) are left out of the write
+  by the value of their key column (`leave_out`).
 """
 
 import pickle
 import tempfile
 from collections.abc import Iterator, Sequence
-from datetime import datetime
-from typing import Any
 
-import orjson
 from django.conf import settings
-from django.db import connection
 
-from traces import jsontext
 from traces.bulk import insert_rows
 
-COPY_CHUNK = 1 << 20  # bytes: what is escaped, or sent to COPY, at a time
 BATCH_ROWS = 500
 BATCH_BYTES = 4 << 20  # a batch is pickled sooner when its large values reach this
 
@@ -76,55 +69,24 @@ class RecordSpool:
         self.file.close()
 
 
-_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"})
-
-
-def _copy_field(file, value: Any) -> None:
-    """One value in COPY's text format (https://www.postgresql.org/docs/current/sql-copy.html)."""
-    if value is None:
-        file.write(b"\\N")
-    elif isinstance(value, bytes):
-        # JSON text: compact JSON has no raw tab, newline or carriage return, so only the
-        # backslash needs escaping; a slice at a time, so a 40 MB value is not copied whole.
-        for start in range(0, len(value), COPY_CHUNK):
-            file.write(value[start : start + COPY_CHUNK].replace(b"\\", b"\\\\"))
-    elif isinstance(value, str):
-        file.write(value.translate(_COPY_ESCAPES).encode())
-    elif isinstance(value, datetime):
-        file.write(value.isoformat().encode())
-    elif isinstance(value, bool):
-        file.write(b"t" if value else b"f")
-    elif isinstance(value, int | float):
-        file.write(repr(value).encode())
-    else:
-        raise TypeError(f"no COPY text for a {type(value).__name__}")
-
-
 class RowSpool:
+    """Rows of one table kept as records, on both databases: PostgreSQL's COPY text was
+    once escaped here field by field in Python, which cost ~30% of a PostgreSQL import;
+    psycopg's `write_row` formats the same rows in C."""
+
     def __init__(self, table: str, columns: Sequence[str], key: int = 1) -> None:
         """`key`: the index of the column `leave_out` names rows by (an id)."""
         self.table = table
         self.columns = tuple(columns)
         self.key = key
         self.left_out: set[str] = set()
-        self.copy_text = connection.vendor == "postgresql"
-        # JSON text as the rows take it (raises TypeError for what JSON cannot keep).
-        self.json = orjson.dumps if self.copy_text else jsontext.dumps
         self.records = RecordSpool()
         self.count = 0
 
-    def add(self, row: Sequence[Any], size: int = 0) -> None:
+    def add(self, row: tuple, size: int = 0) -> None:
         """`size`: the bytes of the row's large values, if the caller knows them."""
         self.count += 1
-        if not self.copy_text:
-            self.records.add(tuple(row), size)
-            return
-        file = self.records.file
-        for n, value in enumerate(row):
-            if n:
-                file.write(b"\t")
-            _copy_field(file, value)
-        file.write(b"\n")
+        self.records.add(row, size)
 
     def mark(self) -> tuple[int, int, int]:
         """Where the spool is now: `leave_out` takes back the rows added after it."""
@@ -132,15 +94,11 @@ class RowSpool:
 
     def leave_out(self, key: str, since: tuple[int, int, int]) -> None:
         """The rows added since the mark `since`, all with `key` in the key column, are
-        not written. They are taken back from the spool (COPY text: the file is cut back;
-        records: those still in the batch), or, once pickled with other rows, named by
-        their key and skipped at the write."""
+        not written. Those still in the batch are taken back; once pickled with other
+        rows, they are named by their key and skipped at the write."""
         position, batch, count = since
-        file, records = self.records.file, self.records
-        if self.copy_text:
-            file.seek(position)
-            file.truncate()
-        elif file.tell() == position:  # not pickled yet: still in the batch
+        records = self.records
+        if records.file.tell() == position:  # not pickled yet: still in the batch
             records.count -= len(records._batch) - batch
             del records._batch[batch:]
         else:
@@ -152,21 +110,10 @@ class RowSpool:
         transaction."""
         if not self.count:
             return
-        if not self.copy_text:
-            rows = iter(self.records)
-            if self.left_out:
-                rows = (row for row in rows if row[self.key] not in self.left_out)
-            insert_rows(self.table, self.columns, rows)
-            return
-        qn = connection.ops.quote_name
-        cols = ", ".join(qn(c) for c in self.columns)
-        file = self.records.file
-        file.flush()
-        file.seek(0)
-        with connection.cursor() as cursor, connection.wrap_database_errors:
-            with cursor.cursor.copy(f"COPY {qn(self.table)} ({cols}) FROM STDIN") as copy:
-                while chunk := file.read(COPY_CHUNK):
-                    copy.write(chunk)
+        rows: Iterator[tuple] = iter(self.records)
+        if self.left_out:
+            rows = (row for row in rows if row[self.key] not in self.left_out)
+        insert_rows(self.table, self.columns, rows)
 
     def close(self) -> None:
         self.records.close()

@@ -177,7 +177,7 @@ class _Spool:
         then the failure's mark (Who&When) and its tool error noted. Raises TypeError for
         what JSON cannot keep (the rows already spooled do not matter then: a problem
         means nothing is written)."""
-        # Encoded once, as bytes: the hash reads them, and SQLite's rows take them as text.
+        # Encoded once, as bytes: the hash reads them, and the rows take them as text.
         payload = orjson.dumps(b.payload)
         raw = None if b.raw is None else orjson.dumps(b.raw)
         metadata = orjson.dumps(b.metadata)
@@ -202,9 +202,9 @@ class _Spool:
         trace.blocks += 1
         extra = b"{}" if type(b.extra) is dict and not b.extra else orjson.dumps(b.extra)
         size = len(payload) + (0 if raw is None else len(raw))
-        if not self.blocks.copy_text:  # SQLite: text columns
-            payload, metadata, extra = payload.decode(), metadata.decode(), extra.decode()
-            raw = None if raw is None else raw.decode()
+        # Text columns: the rows take str on both databases (traces/spool.py).
+        payload, metadata, extra = payload.decode(), metadata.decode(), extra.decode()
+        raw = None if raw is None else raw.decode()
         now = self.stamp
         self.blocks.add(
             (
