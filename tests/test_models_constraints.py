@@ -1,7 +1,7 @@
 """Rules the database itself holds, so that no way in and no race can break them."""
 
 import pytest
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from traces.models import Block, Dataset, Trace
@@ -71,6 +71,55 @@ def test_the_database_refuses_a_parent_in_another_trace(trace, org):
 
     refused(cross_trace)
     assert not trace.blocks.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_database_refuses_a_parent_that_is_no_block(trace):
+    def missing_parent():
+        message = make(trace, "MESSAGE", "MESSAGE", {})
+        message.pk = "tb_NOSUCHBLOCK"  # a parent id naming no row
+        make(trace, "THINK", "ACT", {"text": "x"}, message)
+        transaction.get_connection().check_constraints()
+
+    refused(missing_parent)
+    assert not trace.blocks.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_database_refuses_to_delete_a_parent_that_keeps_children(trace):
+    message = make(trace, "MESSAGE", "MESSAGE", {})
+    make(trace, "THINK", "ACT", {"text": "x"}, message)
+
+    def orphaned():
+        Block.objects.filter(pk=message.pk)._raw_delete(Block.objects.db)
+        transaction.get_connection().check_constraints()
+
+    refused(orphaned)
+    assert trace.blocks.count() == 2
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_postgresql_keeps_the_parent_rule_in_the_composite_key_alone():
+    """Migration 0018: the single-column key is gone, the composite one and the index
+    that a delete of blocks finds children by stay."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
+            "WHERE conrelid = 'traces_block'::regclass AND confrelid = 'traces_block'::regclass"
+        )
+        keys = dict(cursor.fetchall())
+        cursor.execute(
+            "SELECT indexdef FROM pg_indexes WHERE tablename = 'traces_block' "
+            "AND indexdef LIKE '%(parent_block_id)'"
+        )
+        indexes = [row[0] for row in cursor.fetchall()]
+    assert list(keys) == ["block_parent_same_trace"]
+    assert (
+        "(trace_id, parent_block_id) REFERENCES traces_block(trace_id, id)"
+        in (keys["block_parent_same_trace"])
+    )
+    assert len(indexes) == 1
 
 
 def test_json_text_fields_keep_key_order_and_nul(trace):
