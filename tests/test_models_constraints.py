@@ -59,29 +59,23 @@ def test_the_database_refuses_a_tool_call_without_a_parent(trace):
     refused(lambda: make(trace, "TOOL_CALL", "ACT", {}, None, "c1"))
 
 
+def think_under(trace, parent) -> None:
+    make(trace, "THINK", "ACT", {"text": "x"}, parent)
+    # PostgreSQL checks the deferred composite key at commit.
+    transaction.get_connection().check_constraints()
+
+
 @pytest.mark.django_db(transaction=True)
 def test_the_database_refuses_a_parent_in_another_trace(trace, org):
     other = Trace.objects.create(organization=org)
     message = make(other, "MESSAGE", "MESSAGE", {})
-
-    def cross_trace():
-        make(trace, "THINK", "ACT", {"text": "x"}, message)
-        # PostgreSQL checks the deferred composite key at commit.
-        transaction.get_connection().check_constraints()
-
-    refused(cross_trace)
+    refused(lambda: think_under(trace, message))
     assert not trace.blocks.exists()
 
 
 @pytest.mark.django_db(transaction=True)
 def test_the_database_refuses_a_parent_that_is_no_block(trace):
-    def missing_parent():
-        message = make(trace, "MESSAGE", "MESSAGE", {})
-        message.pk = "tb_NOSUCHBLOCK"  # a parent id naming no row
-        make(trace, "THINK", "ACT", {"text": "x"}, message)
-        transaction.get_connection().check_constraints()
-
-    refused(missing_parent)
+    refused(lambda: think_under(trace, Block(pk="tb_NOSUCHBLOCK")))
     assert not trace.blocks.exists()
 
 
