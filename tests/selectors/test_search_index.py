@@ -60,8 +60,11 @@ def test_search_finds_the_same_before_and_after_the_worker(dataset):
     traces = Trace.objects.filter(dataset=dataset)
     if connection.vendor == "postgresql":
         assert SearchPending.objects.filter(trace__dataset=dataset).count() == 3
-    before = {text: found(traces, text) for text in ("flight", "hotel", "cancelled", "is:error")}
+    texts = ("flight", "hotel", "cancelled", "is:error", "LISBON", "search_flights", "50%_off")
+    before = {text: found(traces, text) for text in texts}
     assert len(before["flight"]["traces"]) == 2 and len(before["hotel"]["traces"]) == 2
+    assert len(before["LISBON"]["traces"]) == len(before["search_flights"]["traces"]) == 1
+    assert before["50%_off"]["traces"] == []  # LIKE's wildcards are the reader's text
     assert drain() == (3 if connection.vendor == "postgresql" else 0)
     assert not SearchPending.objects.exists()
     after = {text: found(traces, text) for text in before}

@@ -19,26 +19,44 @@ from traces.selectors.annotations import annotations_matching
 NUL = "\x00"
 
 
+# Each word of the search (its lexemes, as the query has them: lower case) as a LIKE
+# pattern, escaped. Every lexeme of a payload's text vector is a piece of the payload, so
+# a block whose payload lacks one (in any case) cannot match: ILIKE says so about 8 times
+# faster than to_tsvector reads it (100 MB of real runs: 1.3 s against 10.6 s).
+_PG_PATTERNS = (
+    r"ARRAY(SELECT '%%' || replace(replace(replace(word, '\', '\\'), '%%', '\%%'), "
+    r"'_', '\_') || '%%' FROM unnest(tsvector_to_array(to_tsvector('simple'::regconfig, "
+    "{text}))) AS word)"
+)
+
+
 class PgTextMatch(Func):
     """A payload's text vector, computed on the fly, against the words searched: what
     search reads of a trace the worker has not indexed yet (SearchPending). The payload
     column as Django compiles it, so that it keeps working when the query is nested and
-    its table renamed."""
+    its table renamed. The words' ILIKE first (_PG_PATTERNS), the exact condition after."""
 
     output_field = BooleanField()
-    template = "to_tsvector('simple'::regconfig, %(payload)s) @@ %(query)s"
 
     def as_sql(self, compiler, connection, **extra):
         payload_sql, payload_params = compiler.compile(self.source_expressions[0])
         text_sql, text_params = compiler.compile(self.source_expressions[1])
-        sql = self.template % {"payload": payload_sql, "query": _pg_query(text_sql)}
-        return sql, [*payload_params, *text_params]
+        sql = (
+            f"({payload_sql} ILIKE ALL ({_PG_PATTERNS.format(text=text_sql)}) "
+            f"AND to_tsvector('simple'::regconfig, {payload_sql}) @@ {_pg_query(text_sql)})"
+        )
+        return sql, [*payload_params, *text_params, *payload_params, *text_params]
 
 
-class PgDocumentMatch(PgTextMatch):
+class PgDocumentMatch(Func):
     """A stored text vector (BlockSearch.document, the GIN index) against the words."""
 
-    template = "%(payload)s @@ %(query)s"
+    output_field = BooleanField()
+
+    def as_sql(self, compiler, connection, **extra):
+        document_sql, document_params = compiler.compile(self.source_expressions[0])
+        text_sql, text_params = compiler.compile(self.source_expressions[1])
+        return f"{document_sql} @@ {_pg_query(text_sql)}", [*document_params, *text_params]
 
 
 class PgBlockMatch(Func):
