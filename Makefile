@@ -24,6 +24,10 @@ run: install
 	DEBUG=1 $(PY) manage.py migrate --noinput
 	DEBUG=1 $(PY) manage.py load_demo --if-absent
 	@echo "Serving on http://$(HOST):$(PORT)/ (log in as demo / demo; admin at /admin/)"
+	@# The search worker beside the server (PostgreSQL; on SQLite it says so and exits),
+	@# stopped when the server ends, Ctrl-C included.
+	DEBUG=1 $(PY) manage.py search_worker & worker=$$!; \
+	trap 'kill $$worker 2>/dev/null; wait $$worker' EXIT INT TERM; \
 	DEBUG=1 $(PY) manage.py runserver $(HOST):$(PORT)
 
 # The tests themselves run with DEBUG off and a test key (pyproject.toml, pytest's env).

@@ -21,7 +21,12 @@ from traces.models import Trace
 from traces.rewards import rate_tone, reward_tone
 from traces.selectors.annotations import trace_label_names
 from traces.selectors.datasets import dataset_trace_rows
-from traces.selectors.search import SearchHit, search_hits, search_words
+from traces.selectors.search import (
+    SearchHit,
+    search_hits,
+    search_words,
+    traces_being_indexed,
+)
 from traces.selectors.stats import (
     Histogram,
     UsageSummary,
@@ -444,6 +449,7 @@ def _trace_rows(page_traces: list[Trace], filters: Filters) -> list[dict[str, An
     tools = tools_used(trace_ids=ids)
     labels = trace_label_names(trace_ids=ids)
     hits = search_hits(trace_ids=ids, text=filters.q) if filters.q else {}
+    being_indexed = traces_being_indexed(trace_ids=ids)
     words = search_words(filters.q)
     # The trace link carries the list (its filter and sort): J/K walk what the reader sees.
     carried = filters.list_query()
@@ -471,6 +477,7 @@ def _trace_rows(page_traces: list[Trace], filters: Filters) -> list[dict[str, An
                 "cost": cost_text(trace.cost_usd),
                 "duration": duration_text(trace.duration_seconds),
                 "hit": hit_view,
+                "being_indexed": trace.pk in being_indexed,
                 "first_message": _first_line(message_text(trace.first_user_payload)),
                 "tools": tools.get(trace.pk, []),
                 "labels": labels.get(trace.pk, []),

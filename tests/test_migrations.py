@@ -5,6 +5,10 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
+from traces.models import Trace
+from traces.selectors.search import traces_matching
+from traces.services.search_index import search_index_build
+
 # slow: migrates back and forth
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -137,3 +141,29 @@ def test_0015_gives_existing_datasets_traces_and_annotations_each_their_own_uuid
     for name, count in (("Dataset", 1), ("Trace", 3), ("Annotation", 3)):
         uuids = list(apps.get_model("traces", name).objects.values_list("uuid", flat=True))
         assert len(uuids) == count and None not in uuids and len(set(uuids)) == count
+
+
+@pytest.mark.postgres  # the search index is PostgreSQL's; SQLite's tables stay empty
+def test_0018_queues_every_trace_for_the_search_worker_and_search_reads_them_meanwhile(
+    migrated_back,
+):
+    apps = migrated_back("0017_invfix_key_parent")
+    old = blocks_of_one_call(apps, "acme", [0], content="a quokka")
+    migrated_back("0018_search_index_worker")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT trace_id FROM traces_search_pending")
+        assert cursor.fetchall() == [(old.pk,)]
+        cursor.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'traces_block'")
+        assert "block_payload_fts" not in {row[0] for row in cursor.fetchall()}
+    # Found before the worker has run (read directly) and after (its index).
+    traces = Trace.objects.filter(pk=old.pk)
+    assert list(traces_matching(traces=traces, text="quokka").values_list("pk", flat=True)) == [
+        old.pk
+    ]
+    assert search_index_build(limit=10) == 1
+    assert traces_matching(traces=traces, text="quokka").get().pk == old.pk
+    assert not traces_matching(traces=traces, text="wombat").exists()
+    migrated_back("0017_invfix_key_parent")  # and back: the old index again
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'traces_block'")
+        assert "block_payload_fts" in {row[0] for row in cursor.fetchall()}

@@ -7,6 +7,7 @@ from operator import or_
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
+from django.db.models.functions import Now
 
 from traces import ids, kinds
 from traces.jsontext import JSONTextField
@@ -490,3 +491,48 @@ class TraceEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.trace_id}[{self.position}]"
+
+
+class TextVectorField(models.TextField):
+    """PostgreSQL's `tsvector` (a text column on SQLite, where nothing writes it)."""
+
+    def db_type(self, connection):
+        return "tsvector" if connection.vendor == "postgresql" else super().db_type(connection)
+
+
+class BlockSearch(models.Model):
+    """The full-text index of block content on PostgreSQL (migration 0018): a block's
+    stored text vector, written by the search worker (traces/services/search_index.py)
+    after the import, not on the import's path. Only the sub types search reads
+    (traces/kinds.py). SQLite scans the payloads and leaves this table empty.
+
+    The keys are plain columns here (no Django constraint, nothing for Django's cascade to
+    collect): the migration adds foreign keys ON DELETE CASCADE on PostgreSQL, so that any
+    delete of a block or trace, set-based or not, takes its rows with it."""
+
+    block = models.OneToOneField(
+        Block, primary_key=True, on_delete=models.DO_NOTHING, db_constraint=False,
+        related_name="+",
+    )  # fmt: skip
+    trace_id = models.CharField(max_length=32)  # the worker replaces a trace's rows at once
+    document = TextVectorField()
+
+    class Meta:
+        db_table = "traces_block_search"
+        indexes = [models.Index(fields=["trace_id"], name="block_search_trace")]
+
+
+class SearchPending(models.Model):
+    """A trace whose blocks were written (inserted, or payload changed) since the search
+    worker last indexed it: triggers on traces_block queue it (migration 0018), the worker
+    takes it off. Search reads a pending trace's payloads directly meanwhile, so that its
+    results never depend on the worker's progress."""
+
+    trace = models.OneToOneField(
+        Trace, primary_key=True, on_delete=models.DO_NOTHING, db_constraint=False,
+        related_name="+",
+    )  # fmt: skip
+    queued_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        db_table = "traces_search_pending"

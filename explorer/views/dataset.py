@@ -21,6 +21,7 @@ from traces.selectors.access import dataset_for
 from traces.selectors.annotations import label_counts, labels_of
 from traces.selectors.datasets import dataset_export_disposition, dataset_traces
 from traces.selectors.exports import EXPORT_FORMATS, dataset_export_lines
+from traces.selectors.search import traces_being_indexed_count
 from traces.selectors.stats import (
     reward_distribution,
     reward_histogram,
@@ -61,6 +62,8 @@ def dataset_page(request, dataset_id: str):
         "usage_columns": usage_columns(traces=all_traces),
         "sort_choices": SORT_CHOICES,
         "label_choices": [label.name for label in labels_of(dataset=dataset)],
+        # Said beside a search's results: they read those traces' text directly meanwhile.
+        "being_indexed": traces_being_indexed_count(traces=all_traces) if filters.q else 0,
     }
     target = htmx_target(request)
     if target == "groups":

@@ -15,6 +15,7 @@ from traces.models import (
     Dataset,
     Image,
     OtelSpan,
+    SearchPending,
     Trace,
     TraceEvent,
     TraceImage,
@@ -41,6 +42,13 @@ def _delete_images_only_they_use(traces: QuerySet[Trace]) -> None:
 
 
 def _delete_traces(traces: QuerySet[Trace]) -> int:
+    # The search worker's queue rows first (the database's cascade would take them last):
+    # a worker indexing one of these traces holds its row, and this waits for its commit
+    # before deleting any block the worker's new rows point at (the other order deadlocks).
+    # Their search rows go with their blocks (ON DELETE CASCADE, migration 0018).
+    SearchPending.objects.filter(trace__in=traces.values("id"))._raw_delete(
+        SearchPending.objects.db
+    )
     _delete_images_only_they_use(traces)
     TraceImage.objects.filter(trace__in=traces.values("id"))._raw_delete(TraceImage.objects.db)
     Annotation.objects.filter(trace__in=traces.values("id"))._raw_delete(Annotation.objects.db)
