@@ -7,7 +7,7 @@ trace rows (same columns, same payloads) with the driver's fastest bulk path
 (`traces.bulk.insert_rows`: COPY on PostgreSQL, `executemany` on SQLite) in one
 transaction, flushing every FLUSH_ROWS blocks as the import does, into two tables made
 for the run with no index, constraint or trigger (dropped after). On PostgreSQL
-search is built after the rows (migration 0018): the command also reports the time until
+search is built after the rows (migration 0019): the command also reports the time until
 searchable (the import, then the search that must find a word of it at once) and the time
 until indexed (the import, then the search worker's `search_index_build` draining the
 queue, timed in a child of its own), each against the floor. Each phase

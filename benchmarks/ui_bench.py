@@ -98,7 +98,7 @@ REPEAT = 5
 PAGE_SIZE = 50  # explorer.dataset_page.PAGE_SIZE
 NEEDLE = "segfault"  # the searched word: in none of the generated text but NEEDLE_RATE's
 NEEDLE_RATE = 0.01  # of the dataset's traces
-INDEX_NAME = "block_search_document"  # migration 0018
+INDEX_NAME = "block_search_document"  # migration 0019
 MB = 1_000_000
 MS = 1000
 

@@ -144,12 +144,12 @@ def test_0015_gives_existing_datasets_traces_and_annotations_each_their_own_uuid
 
 
 @pytest.mark.postgres  # the search index is PostgreSQL's; SQLite's tables stay empty
-def test_0018_queues_every_trace_for_the_search_worker_and_search_reads_them_meanwhile(
+def test_0019_queues_every_trace_for_the_search_worker_and_search_reads_them_meanwhile(
     migrated_back,
 ):
     apps = migrated_back("0017_invfix_key_parent")
     old = blocks_of_one_call(apps, "acme", [0], content="a quokka")
-    migrated_back("0018_search_index_worker")
+    migrated_back("0019_search_index_worker")
     with connection.cursor() as cursor:
         cursor.execute("SELECT trace_id FROM traces_search_pending")
         assert cursor.fetchall() == [(old.pk,)]

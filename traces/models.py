@@ -501,7 +501,7 @@ class TextVectorField(models.TextField):
 
 
 class BlockSearch(models.Model):
-    """The full-text index of block content on PostgreSQL (migration 0018): a block's
+    """The full-text index of block content on PostgreSQL (migration 0019): a block's
     stored text vector, written by the search worker (traces/services/search_index.py)
     after the import, not on the import's path. Only the sub types search reads
     (traces/kinds.py). SQLite scans the payloads and leaves this table empty.
@@ -524,7 +524,7 @@ class BlockSearch(models.Model):
 
 class SearchPending(models.Model):
     """A trace whose blocks were written (inserted, or payload changed) since the search
-    worker last indexed it: triggers on traces_block queue it (migration 0018), the worker
+    worker last indexed it: triggers on traces_block queue it (migration 0019), the worker
     takes it off. Search reads a pending trace's payloads directly meanwhile, so that its
     results never depend on the worker's progress."""
 

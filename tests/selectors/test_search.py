@@ -44,7 +44,7 @@ def test_a_dataset_search_reads_the_text_index(org):
         pytest.skip("SQLite has no text index: its search scans")
     # The shape that made the planner walk the traces: many traces of many blocks.
     dataset = _import(org, [f"word{n}" for n in range(600)], events=30)
-    while search_index_build(limit=BATCH):  # the worker (migration 0018) has run
+    while search_index_build(limit=BATCH):  # the worker (migration 0019) has run
         pass
     # Planned with the statistics the import leaves (traces.services.imports: ANALYZE of
     # the key columns, none of the text index's expression).

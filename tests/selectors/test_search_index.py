@@ -1,4 +1,4 @@
-"""Search built after the rows (migration 0018, traces/services/search_index.py): on
+"""Search built after the rows (migration 0019, traces/services/search_index.py): on
 PostgreSQL triggers queue the traces written, the worker indexes them, and search reads a
 queued trace's payloads directly meanwhile, so that its results never depend on the
 worker's progress. SQLite scans and has nothing to build: the same tests hold there."""

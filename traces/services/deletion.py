@@ -45,7 +45,7 @@ def _delete_traces(traces: QuerySet[Trace]) -> int:
     # The search worker's queue rows first (the database's cascade would take them last):
     # a worker indexing one of these traces holds its row, and this waits for its commit
     # before deleting any block the worker's new rows point at (the other order deadlocks).
-    # Their search rows go with their blocks (ON DELETE CASCADE, migration 0018).
+    # Their search rows go with their blocks (ON DELETE CASCADE, migration 0019).
     SearchPending.objects.filter(trace__in=traces.values("id"))._raw_delete(
         SearchPending.objects.db
     )

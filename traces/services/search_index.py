@@ -1,6 +1,6 @@
 """The search worker's work (PostgreSQL): the text vectors of the blocks of the traces
 written since it last ran (SearchPending, queued by triggers on traces_block, migration
-0018), stored in BlockSearch under its GIN index. Built after the rows, off the import's
+0019), stored in BlockSearch under its GIN index. Built after the rows, off the import's
 path; search reads a pending trace's payloads directly meanwhile (traces/selectors/search.py).
 """
 
@@ -9,7 +9,7 @@ from django.db import connection, transaction
 from traces import kinds
 from traces.models import Block, BlockSearch, SearchPending
 
-SEARCH_INDEX = "block_search_document"  # migration 0018
+SEARCH_INDEX = "block_search_document"  # migration 0019
 
 # Traces a transaction: a batch of a big import's traces commits in about a second.
 BATCH = 50

@@ -117,7 +117,7 @@ def _key(to: str) -> models.OneToOneField:
 
 
 class Migration(migrations.Migration):
-    dependencies = [("traces", "0017_invfix_key_parent")]
+    dependencies = [("traces", "0018_impy_drop_single_parent_fk")]
 
     operations = [
         migrations.CreateModel(
