@@ -54,7 +54,7 @@ def test_ui_benchmark_runs_at_a_tiny_size() -> None:
     )
     assert search and search[1] == search[2], text
     if vendor == "postgresql":
-        assert re.search(r"^uses index: (yes|no) \(block_payload_fts; target yes\) (PASS|FAIL)$",
+        assert re.search(r"^uses index: (yes|no) \(block_search_document; target yes\) (PASS|FAIL)$",
                          text, re.M), text  # fmt: skip
     else:
         assert re.search(r"^note: the search targets are PostgreSQL's", text, re.M), text

@@ -13,7 +13,7 @@ Two phases, so that no upload holds the database's write lock while it is read:
 
 import hashlib
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any, BinaryIO
@@ -61,7 +61,7 @@ from traces.services.datasets import (
     metadata_kept,
     same_json,
 )
-from traces.spool import RecordSpool, RowSpool
+from traces.spool import KeySpool, RecordSpool, RowSpool
 from traces.trials import trace_task_trial
 from traces.validation import check_accuracy, check_rewards
 
@@ -129,14 +129,17 @@ class _Spool:
     def __init__(
         self,
         *,
-        hashes: set[str] | None = None,
+        hashes: Iterable[str] = (),
         allow_duplicates: bool = False,
         name_taken: Callable[[str], bool] = lambda name: False,
     ) -> None:
-        # The content hashes of the traces the dataset has, then of those spooled.
-        self.hashes = hashes if hashes is not None else set()
-        self.spooled_hashes: list[str] = []  # of the traces this upload writes, once each
-        self.upload_hashes: set[str] = set()  # the same, to say why a duplicate is left out
+        # The content hashes of the traces the dataset has, and of those this upload
+        # writes, once each: on disk, since they grow with the dataset and the upload
+        # (none kept when duplicates are allowed: nothing asks for them then).
+        self.dataset_hashes = KeySpool()
+        self.upload_hashes = KeySpool()
+        if not allow_duplicates:
+            self.dataset_hashes.update(hashes)
         self.allow_duplicates = allow_duplicates
         # Whether the dataset has a trace of that name; the names given to the traces that
         # asked for a unique one (TraceDraft.unique_name) in this upload.
@@ -167,7 +170,8 @@ class _Spool:
         self.failures: list[tuple[str, str | None, str]] = []
 
     def close(self) -> None:
-        for spool in (self.traces, self.blocks, self.images, self.links):
+        spools = (self.traces, self.blocks, self.images, self.links)
+        for spool in (*spools, self.dataset_hashes, self.upload_hashes):
             spool.close()
 
     def block(
@@ -221,7 +225,9 @@ class _Spool:
         its blocks already spooled are left out of the write, and False."""
         trace_id = trace.id
         content_hash = trace.content.hexdigest()
-        if not self.allow_duplicates and content_hash in self.hashes:
+        if not self.allow_duplicates and (
+            content_hash in self.upload_hashes or content_hash in self.dataset_hashes
+        ):
             trace.duplicate_of = (
                 SKIPPED_IN_UPLOAD if content_hash in self.upload_hashes else SKIPPED_IN_DATASET
             )
@@ -231,9 +237,7 @@ class _Spool:
             if errors:  # this trace's, noted last
                 del self.error_blocks[-errors:]
             return False
-        self.hashes.add(content_hash)
         if not self.allow_duplicates:
-            self.spooled_hashes.append(content_hash)
             self.upload_hashes.add(content_hash)
         name = self._unique(trace.name[:490]) if draft.unique_name and trace.name else trace.name
         metadata = draft.metadata
@@ -687,13 +691,12 @@ def _dataset_has_name(
     return taken
 
 
-def _refuse_traces_written_meanwhile(*, dataset: Dataset, hashes: list[str]) -> None:
+def _refuse_traces_written_meanwhile(*, dataset: Dataset, hashes: KeySpool) -> None:
     """Under the dataset's lock: if another import wrote some of these traces since this
     one read the dataset's hashes (two uploads of one file at once), refuse this one whole
     rather than store copies that pass@k would count; uploaded again, they are skipped."""
     found = 0
-    for start in range(0, len(hashes), HASH_CHUNK):
-        chunk = hashes[start : start + HASH_CHUNK]
+    for chunk in hashes.chunks(HASH_CHUNK):
         found += Trace.objects.filter(dataset=dataset, content_hash__in=chunk).count()
     if found:
         raise ImportFailed([problem(
@@ -709,15 +712,15 @@ HASH_CHUNK = 500  # hashes a query asks for (SQLite takes a few hundred paramete
 
 def _dataset_hashes(
     *, organization: Organization, dataset_name: str, dataset: Dataset | None = None
-) -> set[str]:
+) -> Iterator[str]:
     """The content hashes of the traces the dataset (else the named one) has (none if it
-    is new)."""
+    is new), read a chunk at a time as the caller takes them."""
     found = (
         Trace.objects.filter(dataset=dataset)
         if dataset is not None
         else Trace.objects.filter(dataset__organization=organization, dataset__name=dataset_name)
     ).exclude(content_hash="")
-    return set(found.values_list("content_hash", flat=True))
+    return found.values_list("content_hash", flat=True).iterator(chunk_size=HASH_CHUNK * 4)
 
 
 # After this many new blocks, PostgreSQL's statistics are refreshed before the commit.
@@ -804,7 +807,7 @@ def trace_import(
                 dataset = dataset_lock(dataset=dataset)
             else:
                 dataset, _ = dataset_get_or_create(organization=organization, name=dataset_name)
-            _refuse_traces_written_meanwhile(dataset=dataset, hashes=spool.spooled_hashes)
+            _refuse_traces_written_meanwhile(dataset=dataset, hashes=spool.upload_hashes)
             spool.settle_metadata()
             spool.write(dataset=dataset, first_index=dataset_lock_next_index(dataset=dataset))
             _refresh_statistics(spool.blocks.count)
