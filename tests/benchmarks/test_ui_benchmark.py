@@ -54,8 +54,8 @@ def test_ui_benchmark_runs_at_a_tiny_size() -> None:
     )
     assert search and search[1] == search[2], text
     if vendor == "postgresql":
-        assert re.search(r"^uses index: (yes|no) \(block_search_document; target yes\) (PASS|FAIL)$",
-                         text, re.M), text  # fmt: skip
+        uses = r"^uses index: (yes|no) \(block_search_document; target yes\) (PASS|FAIL)$"
+        assert re.search(uses, text, re.M), text
     else:
         assert re.search(r"^note: the search targets are PostgreSQL's", text, re.M), text
         assert re.search(r"^uses index: no \(SQLite scans; .*\) N/A$", text, re.M), text
