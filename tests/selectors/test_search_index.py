@@ -182,3 +182,28 @@ def test_the_trace_list_marks_traces_being_indexed(member_client, dataset):
     html = member_client.get(url, {"q": "flight"}).content.decode()
     assert "indexing-tag" not in html and "still being indexed" not in html
     assert html.count('class="search-hit"') == 2
+
+
+@pytest.mark.django_db
+def test_a_block_of_a_million_distinct_words_is_indexed_and_searched_without_error(org):
+    """A text vector holds at most 1 MB and to_tsvector raised past it: one such message
+    (imports take up to 2 MB) stopped the worker for every trace and made searches fail.
+    Search reads each block's first SEARCH_TEXT_CHARS characters on both sides."""
+    import hashlib
+
+    from traces.selectors.search import SEARCH_TEXT_CHARS
+
+    words = " ".join(hashlib.md5(str(n).encode()).hexdigest() for n in range(40_000))
+    assert len(words) > 1_000_000
+    first, late = words[:32], words[-32:]
+    big = import_lines(org, "big", [{"messages": chat(f"quokka {words}")}])
+    small = import_lines(org, "small", [{"messages": chat("hello lisbon")}])
+    traces = Trace.objects.filter(dataset__in=[big, small])
+    before = {text: found(traces, text) for text in ("quokka", first, "lisbon")}
+    assert len(before["quokka"]["traces"]) == len(before[first]["traces"]) == 1
+    drain()  # raised "string is too long for tsvector" before the cut
+    assert not SearchPending.objects.exists()
+    assert {text: found(traces, text) for text in before} == before
+    if connection.vendor == "postgresql":  # past the cut: not read (SQLite scans all)
+        assert words.index(late) > SEARCH_TEXT_CHARS
+        assert found(traces, late)["traces"] == []

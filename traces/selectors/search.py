@@ -30,6 +30,20 @@ _PG_PATTERNS = (
 )
 
 
+# The characters of a block's stored text that search reads on PostgreSQL. A text vector
+# holds at most 1 MB and to_tsvector raises past it, while a message may be 2 MB: one such
+# block stopped the worker for everyone and made a search fail. 100,000 characters (at
+# most 400 KB of UTF-8) make a vector well under 1 MB: each word costs its own bytes plus
+# at most 6 (entry and position). SQLite's scan reads the whole text.
+SEARCH_TEXT_CHARS = 100_000
+
+
+def pg_document_sql(payload_sql: str) -> str:
+    """The text vector search reads of a payload: the same for the worker's stored
+    document and for a pending trace read directly, so both sides find the same blocks."""
+    return f"to_tsvector('simple'::regconfig, left({payload_sql}, {SEARCH_TEXT_CHARS}))"
+
+
 class PgTextMatch(Func):
     """A payload's text vector, computed on the fly, against the words searched: what
     search reads of a trace the worker has not indexed yet (SearchPending). The payload
@@ -43,7 +57,7 @@ class PgTextMatch(Func):
         text_sql, text_params = compiler.compile(self.source_expressions[1])
         sql = (
             f"({payload_sql} ILIKE ALL ({_PG_PATTERNS.format(text=text_sql)}) "
-            f"AND to_tsvector('simple'::regconfig, {payload_sql}) @@ {_pg_query(text_sql)})"
+            f"AND {pg_document_sql(payload_sql)} @@ {_pg_query(text_sql)})"
         )
         return sql, [*payload_params, *text_params, *payload_params, *text_params]
 
@@ -74,7 +88,7 @@ class PgBlockMatch(Func):
         sql = (
             f"CASE WHEN EXISTS (SELECT 1 FROM {SearchPending._meta.db_table} pending "
             f"WHERE pending.trace_id = {trace_sql}) "
-            f"THEN to_tsvector('simple'::regconfig, {payload_sql}) @@ {query} "
+            f"THEN {pg_document_sql(payload_sql)} @@ {query} "
             f"ELSE EXISTS (SELECT 1 FROM {BlockSearch._meta.db_table} indexed "
             f"WHERE indexed.block_id = {id_sql} AND indexed.document @@ {query}) END"
         )

@@ -8,6 +8,7 @@ from django.db import connection, transaction
 
 from traces import kinds
 from traces.models import Block, BlockSearch, SearchPending
+from traces.selectors.search import pg_document_sql
 
 SEARCH_INDEX = "block_search_document"  # migration 0019
 
@@ -41,7 +42,7 @@ def search_index_build(*, limit: int) -> int:
         cursor.execute(f"DELETE FROM {search} WHERE trace_id = ANY(%s)", [trace_ids])
         cursor.execute(
             f"INSERT INTO {search} (block_id, trace_id, document) "
-            f"SELECT id, trace_id, to_tsvector('simple'::regconfig, payload) FROM {block} "
+            f"SELECT id, trace_id, {pg_document_sql('payload')} FROM {block} "
             "WHERE trace_id = ANY(%s) AND sub_type = ANY(%s)",
             [trace_ids, searched],
         )
