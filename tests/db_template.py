@@ -11,6 +11,7 @@ Only SQLite does this. On PostgreSQL the test database is made by the server, so
 builds it as before.
 """
 
+import functools
 import hashlib
 import os
 import shutil
@@ -35,6 +36,7 @@ def _test_database() -> Path | None:
     return Path(name) if name and name != ":memory:" else None
 
 
+@functools.cache  # asked at set-up and again to save: the migrations are read once
 def _template() -> Path:
     """Where the migrated database of the migrations on disk now is kept."""
     import django
