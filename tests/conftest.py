@@ -29,8 +29,9 @@ from traces.services.api_keys import api_key_create
 from traces.services.organizations import organization_get_or_create
 
 # `runs` and `stored_tau2`: a dataset of real runs, imported once for a module;
-# tests/db_template.py: the SQLite test database migrated once, then copied.
-pytest_plugins = ["tests.real_runs", "tests.db_template"]
+# tests/db_template.py: the SQLite test database migrated once, then copied;
+# tests/live_server.py: the live server without Nagle's 40 ms a response.
+pytest_plugins = ["tests.real_runs", "tests.db_template", "tests.live_server"]
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"

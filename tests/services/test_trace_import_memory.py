@@ -92,16 +92,16 @@ def test_what_an_import_keeps_per_trace_is_bounded(org):
     """Issue 10: an import's memory grew with its number of traces, ~300 bytes a trace
     (each trace's content hash, for duplicates, in two sets and a list): 22 MB of peak
     growth for 1 GB of JSONL against 10 MB for 100 MB. Python's memory while the traces
-    are read, after 500 traces and after 2,000 (both when the spools' batches have just
+    are read, after 500 traces and after 1,000 (both when the spools' batches have just
     gone to disk, and cyclic garbage collected), is the same within 20 bytes a trace; it
     was ~250."""
-    data = b"".join(b'[{"role": "user", "content": "trace %d"}]\n' % n for n in range(2000))
+    data = b"".join(b'[{"role": "user", "content": "trace %d"}]\n' % n for n in range(1000))
     spooled, current = 0, {}
 
     def progress(_: int) -> None:
         nonlocal spooled
         spooled += 1
-        if spooled in (500, 2000):
+        if spooled in (500, 1000):
             gc.collect()
             current[spooled] = tracemalloc.get_traced_memory()[0]
 
@@ -113,5 +113,5 @@ def test_what_an_import_keeps_per_trace_is_bounded(org):
         )  # fmt: skip
     finally:
         tracemalloc.stop()
-    per_trace = (current[2000] - current[500]) / 1500
+    per_trace = (current[1000] - current[500]) / 500
     assert per_trace <= 20, per_trace
