@@ -47,6 +47,8 @@ if DEV_MODE and not DEBUG and not set(ALLOWED_HOSTS) <= LOOPBACK_HOSTS:
 
 INSTALLED_APPS = [
     "explorer.apps.SuperuserAdminConfig",  # django.contrib.admin, for superusers only
+    # Before WhiteNoise's app: its runserver (explorer/nodelay.py) is the one manage.py runs.
+    "explorer",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -60,7 +62,6 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "axes",
     "traces",
-    "explorer",
     "demo",
     "benchmarks",
 ]
