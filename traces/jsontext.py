@@ -112,6 +112,17 @@ def check_depth(value: Any, limit: int = MAX_DEPTH) -> None:
         raise JsonTooDeep(found, limit)
 
 
+def parsed_or_as_is(value: Any) -> Any:
+    """A JSON string as its value; anything else, and a string that is not JSON (or nests
+    past orjson's 1024 levels), as it is."""
+    if isinstance(value, str):
+        try:
+            return orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return value
+    return value
+
+
 def type_name(value: Any) -> str:
     """What JSON calls the type of a decoded value ("array", "null"...)."""
     if value is None:
@@ -141,12 +152,7 @@ class JSONTextField(models.TextField):
         return orjson.loads(value)
 
     def to_python(self, value):
-        if isinstance(value, str):
-            try:
-                return orjson.loads(value)
-            except orjson.JSONDecodeError:
-                return value
-        return value
+        return parsed_or_as_is(value)
 
     def get_prep_value(self, value):
         if value is None:

@@ -35,6 +35,7 @@ from typing import Any
 
 import orjson
 
+from traces.jsontext import parsed_or_as_is
 from traces.validation import reward_of
 
 ERROR = 2  # Status.STATUS_CODE_ERROR
@@ -80,16 +81,8 @@ class Derived:
 # --- reading values -----------------------------------------------------------------
 
 
-def _json(value: Any) -> Any:
-    """A JSON string as its value; anything else as it is. A string that is not JSON (or
-    nests past orjson's 1024 levels) stays text; what is kept of it is depth-checked
-    where it is written."""
-    if isinstance(value, str):
-        try:
-            return orjson.loads(value)
-        except orjson.JSONDecodeError:
-            return value
-    return value
+# A string that is not JSON stays text; what is kept is depth-checked where it is written.
+_json = parsed_or_as_is
 
 
 def _text(value: Any) -> str | None:
