@@ -207,3 +207,31 @@ def test_a_block_of_a_million_distinct_words_is_indexed_and_searched_without_err
     if connection.vendor == "postgresql":  # past the cut: not read (SQLite scans all)
         assert words.index(late) > SEARCH_TEXT_CHARS
         assert found(traces, late)["traces"] == []
+
+
+@pytest.mark.django_db
+def test_a_search_of_many_words_needs_every_one_of_them_the_shortest_too(org):
+    """PostgreSQL's filter before the exact match reads only the longest
+    PREFILTER_WORDS words of a search (a search of 167 short words scanned each block 167
+    times): a block that lacks only the shortest word passes that filter and must still
+    not match, before the worker and after it."""
+    from traces.selectors.search import PREFILTER_WORDS
+
+    long_words = [f"{'abcdefghijkl'[n]}{'x' * (12 - n)}" for n in range(PREFILTER_WORDS + 4)]
+    every = " ".join(long_words)
+    search = f"{every} qz"
+    dataset = import_lines(
+        org,
+        "many words",
+        [
+            {"messages": chat(f"{search} too")},  # every word: found
+            {"messages": chat(f"{every} and nothing short")},  # all but "qz": not found
+            {"messages": chat(" ".join(long_words[:-1]) + " qz")},  # lacks a long word
+        ],
+    )
+    traces = Trace.objects.filter(dataset=dataset)
+    first = traces.get(index=0).pk
+    before = found(traces, search)
+    assert before["traces"] == [first]
+    drain()
+    assert found(traces, search) == before
