@@ -13,13 +13,24 @@ from traces.bulk import TRACE_COLUMNS, adapt_datetime
 from traces.errors import ImportFailed
 from traces.models import Block, Trace
 from traces.services.imports import trace_import
-from traces.spool import BATCH_BYTES, BATCH_ROWS, RecordSpool, RowSpool
+from traces.spool import BATCH_BYTES, BATCH_ROWS, KeySpool, RecordSpool, RowSpool
 
 LINES = b"".join(b'[{"role": "user", "content": "trace %d"}]\n' % n for n in range(30))
 
 
 def open_descriptors() -> int:
     return len(os.listdir("/proc/self/fd"))
+
+
+def open_files() -> list[str]:
+    """What this process's descriptors point at (a deleted file ends " (deleted)")."""
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            found.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except FileNotFoundError:  # the descriptor listdir itself held
+            pass
+    return found
 
 
 def warm_up(org) -> None:
@@ -53,6 +64,20 @@ def test_a_large_record_goes_to_disk_at_once(temp_dir):
     assert spool.file.tell() > 4000  # written with the batch it ended
     assert list(spool) == [("small",), ("image", b"\x89PNG" * 1000)]
     spool.close()
+
+
+def test_keys_live_in_an_unlinked_file_of_the_upload_temp_dir(temp_dir):
+    """KeySpool's SQLite file goes where the other spools go (SQLite's own temporary
+    database went to TMPDIR), without a name once open."""
+    keys = KeySpool()
+    try:
+        keys.update(f"{n:064x}" for n in range(5000))
+        assert f"{4999:064x}" in keys and "nope" not in keys and keys.count == 5000
+        assert list(temp_dir.iterdir()) == []
+        held = [t for t in open_files() if t.startswith(f"{temp_dir}/keys-")]
+        assert len(held) == 1 and held[0].endswith(" (deleted)"), open_files()
+    finally:
+        keys.close()
 
 
 def test_rows_left_out_since_a_mark_are_not_written(org, temp_dir):

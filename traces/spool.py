@@ -15,6 +15,7 @@ stays flat however many rows an upload has.
   asks once a trace ("has the dataset, or this upload, this trace already?").
 """
 
+import os
 import pickle
 import sqlite3
 import tempfile
@@ -132,19 +133,26 @@ class KeySpool:
     traces would have taken 300 MB to read before an upload of one trace); here memory is
     the same for ten keys and ten million, and a look-up costs a few microseconds.
 
-    SQLite's temporary database ("" as its name) is a file that SQLite unlinks as soon
-    as it opens it (in SQLite's temporary directory, `SQLITE_TMPDIR` or `TMPDIR`), so it
-    too leaves nothing behind however the process ends."""
+    Its file is made where the other spools go (FILE_UPLOAD_TEMP_DIR, where an operator
+    puts room for uploads; SQLite's own temporary database would go to TMPDIR) and
+    unlinked once SQLite has it open, so it too leaves nothing behind however the process
+    ends (but for an instant while it is made)."""
 
     def __init__(self) -> None:
-        self._db = sqlite3.connect("", isolation_level=None)
-        for pragma in (
-            f"cache_size = -{KEY_CACHE_KIB}",
-            "journal_mode = OFF",  # a throwaway database: nothing to roll back or recover
-            "synchronous = OFF",
-        ):
-            self._db.execute(f"PRAGMA {pragma}")
-        self._db.execute("CREATE TABLE keys (key TEXT PRIMARY KEY) WITHOUT ROWID")
+        fd, path = tempfile.mkstemp(prefix="keys-", dir=settings.FILE_UPLOAD_TEMP_DIR)
+        os.close(fd)
+        try:
+            self._db = sqlite3.connect(path, isolation_level=None)
+            for pragma in (
+                f"cache_size = -{KEY_CACHE_KIB}",
+                "journal_mode = OFF",  # a throwaway database: nothing to roll back or recover
+                "synchronous = OFF",
+            ):
+                self._db.execute(f"PRAGMA {pragma}")
+            # Written, so open: from here SQLite reads and writes the unlinked file.
+            self._db.execute("CREATE TABLE keys (key TEXT PRIMARY KEY) WITHOUT ROWID")
+        finally:
+            os.unlink(path)
         # One transaction until closed, never committed: no write of a page per key.
         self._db.execute("BEGIN")
         # One cursor for every look-up: sqlite3 keeps a reference to each cursor made,
