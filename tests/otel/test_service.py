@@ -6,7 +6,7 @@ import json
 import pytest
 
 from tests.otel.test_mapping import chat, span, text
-from traces.models import Block, OtelSpan, Trace
+from traces.models import Block, Dataset, OtelSpan, Trace
 from traces.otel.decode import SpanIn
 from traces.otel.service import otel_spans_ingest
 from traces.services.blocks import BlockInput, block_create
@@ -140,6 +140,18 @@ def test_a_span_with_a_message_nested_past_the_stored_depth_is_refused_whole(org
     assert result.rejected == 1
     assert "raw" in result.errors[0] and "deep" in result.errors[0]
     assert not (OtelSpan.objects.exists() or Trace.objects.exists() or Block.objects.exists())
+
+
+def test_a_request_all_of_whose_spans_are_refused_makes_no_dataset(org):
+    deep = json.loads("[" * 200 + "]" * 200)
+    message = {"role": "user", "parts": [{"type": "text", "content": "x"}], "k": deep}
+    result = send(org, chat(1, [message], []), resource={"service.name": "only-refused"})
+    assert result.rejected == 1
+    assert not Dataset.objects.filter(name="only-refused").exists()
+    # a dataset that was there before stays, empty or not
+    send(org, chat(2, [text("user", "fine")], []), resource={"service.name": "kept"})
+    send(org, chat(3, [message], []), resource={"service.name": "kept"})
+    assert Trace.objects.filter(dataset__name="kept").count() == 1
 
 
 def test_a_refused_span_leaves_the_other_spans_of_its_trace(org):

@@ -100,7 +100,7 @@ def otel_spans_ingest(*, organization: Organization, spans: list[SpanIn]) -> Ing
         # Datasets locked in one order by every request, so that two requests each
         # bringing spans of the same two datasets never wait on each other.
         for name, items in sorted(by_dataset.items()):
-            dataset = _dataset_locked(organization, name)
+            dataset, made = _dataset_locked(organization, name)
             by_trace: dict[str, list[SpanIn]] = defaultdict(list)
             for item in items:
                 by_trace[item.span["trace_id"]].append(item)
@@ -114,6 +114,10 @@ def otel_spans_ingest(*, organization: Organization, spans: list[SpanIn]) -> Ing
                     # made for this request, all of whose spans were refused: no empty trace
                     Trace.objects.filter(pk=trace.pk).delete()
                     result.traces.discard(trace.pk)
+            if made and not Trace.objects.filter(dataset=dataset).exists():
+                # made for this request, all of whose spans were refused: no empty dataset
+                Dataset.objects.filter(pk=dataset.pk).delete()
+                continue
             Dataset.objects.filter(pk=dataset.pk).update(updated_at=timezone.now())
     return result
 
@@ -130,13 +134,13 @@ def _request_cap(name: str, trace_id: str, by_dataset, traces, taken: int) -> st
     return None
 
 
-def _dataset_locked(organization: Organization, name: str) -> Dataset:
+def _dataset_locked(organization: Organization, name: str) -> tuple[Dataset, bool]:
     """The organization's dataset of this name, made if missing, locked for the request;
-    made again if a deletion took it between the two."""
+    made again if a deletion took it between the two. True if this request made it."""
     for attempt in range(2):
-        dataset, _ = dataset_get_or_create(organization=organization, name=name)
+        dataset, made = dataset_get_or_create(organization=organization, name=name)
         try:
-            return dataset_lock(dataset=dataset)
+            return dataset_lock(dataset=dataset), made
         except NotFound:
             if attempt:
                 raise
