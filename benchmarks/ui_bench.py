@@ -390,9 +390,11 @@ def _first_page_sql() -> str:
         "b.sub_type = 'MESSAGE' AND b.payload LIKE '%%\"role\":\"user\"%%' "
         "ORDER BY b.created_at, b.id LIMIT 1"
     )
+    # Every column the trace list shows (its usage columns after the first nine).
     return (
         'SELECT t.id, t."index", t.name, t.reward, t.block_count, t.created_at, '
-        f"t.updated_at, ({first_user}), ({tools}) FROM traces_trace t "
+        f"t.updated_at, ({first_user}), ({tools}), t.task, t.trial, t.tool_errors, "
+        "t.input_tokens, t.output_tokens, t.cost_usd, t.duration_seconds FROM traces_trace t "
         f'WHERE t.dataset_id = %s ORDER BY t."index" LIMIT {PAGE_SIZE}'
     )
 
@@ -414,7 +416,7 @@ def dataset_floor(dataset_id: str) -> DatasetNumbers:
         )
         traces, rewarded, mean, lowest, highest, _latest, *counts = cursor.fetchone()
         cursor.execute(_first_page_sql(), [dataset_id])
-        page = [(*row[:7], row[7] and loads(row[7]), row[8]) for row in cursor.fetchall()]
+        page = [(*row[:7], row[7] and loads(row[7]), *row[8:]) for row in cursor.fetchall()]
     return DatasetNumbers(
         traces, rewarded, mean, lowest, highest, [int(c or 0) for c in counts], page
     )

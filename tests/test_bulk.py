@@ -84,3 +84,24 @@ def test_outside_a_transaction_it_refuses_to_lift_the_trigger():
         with parents_made_in_trace():
             pass
     assert "block_parent_same_trace_insert" in trigger_names()
+
+
+@sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_a_migrate_puts_back_the_triggers_a_migration_forgot(org):
+    """A migration that rebuilds traces_block on SQLite drops the parent triggers, and
+    `makemigrations` does not know to put them back: after any migrate they are (post_migrate,
+    traces/apps.py)."""
+    from django.core.management import call_command
+
+    before = trigger_names()
+    parent_checks = {name for name in before if name.startswith("block_parent_same_trace")}
+    assert len(parent_checks) == 2
+    with connection.cursor() as cursor:  # what a forgetful table rebuild leaves
+        for name in parent_checks:
+            cursor.execute(f"DROP TRIGGER {name}")
+    assert not trigger_names() & parent_checks
+    call_command("migrate", verbosity=0)  # nothing to migrate: post_migrate still runs
+    assert trigger_names() == before
+    with pytest.raises(IntegrityError, match="parent must be in the same trace"):
+        parent_in_other_trace(org).save()

@@ -5,11 +5,11 @@ import io
 import orjson
 import pytest
 
+from tests.kinds_of import block_counts
 from traces.ingest.streamed import STREAM_LINE
 from traces.models import Trace
 from traces.order import (
     ORPHAN,
-    ORPHANS,
     Place,
     TraceOrder,
     count_places,
@@ -49,7 +49,7 @@ def test_a_block_under_a_missing_or_wrong_parent_is_an_orphan_and_so_are_its_res
     places = stitched_places(blocks)
     assert places == [Place(0), ORPHAN, ORPHAN, ORPHAN, Place(0, 1)]
     counts = count_places([b[0] for b in blocks], places)
-    assert counts == {"MESSAGE": 1, "TOOL_CALL": 0, "THINK": 1, "TOOL_RESULT": 0, ORPHANS: 3}
+    assert counts == block_counts(MESSAGE=1, THINK=1, ORPHAN=3)
 
 
 def test_appending_numbers_a_new_act_after_the_acts_its_turn_already_has():
@@ -117,8 +117,7 @@ def test_an_import_stores_each_block_s_place_and_number_and_the_trace_s_counts(o
         (1, 2, 2),
         (1, 1, 2),
     ]  # the results answer the second call first
-    counts = {"MESSAGE": 41, "TOOL_CALL": 40, "THINK": 0, "TOOL_RESULT": 40, ORPHANS: 0}
-    assert trace.block_counts == counts
+    assert trace.block_counts == block_counts(MESSAGE=41, TOOL_CALL=40, TOOL_RESULT=40)
 
 
 def test_an_import_of_a_block_array_places_blocks_under_any_earlier_parent(org):

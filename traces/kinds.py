@@ -16,7 +16,9 @@ of those is a field of its row below, and nothing else in the code lists the sub
 - traces/selectors/exports.py: chat events (`to_event`, `into_event`);
 - traces/api: the sub types and lanes the schema lists;
 - explorer/trace_page.py (BODY_RENDERERS, BlockView, the counts) and the `kind-<view>`
-  header partials of templates/explorer/trace.html: the trace page.
+  header partials of templates/explorer/trace.html: the trace page; its outline counts
+  thinks and names tool calls (`outline_rows`), and a new kind shows there by its place;
+- explorer/views/compare.py: a block's label in a comparison.
 
 Adding a sub type, say CITATION under a MESSAGE:
 
@@ -28,7 +30,9 @@ Adding a sub type, say CITATION under a MESSAGE:
 2. Add its header partial `kind-citation` to templates/explorer/trace.html (beside
    `kind-think`): what the block's head shows after its icon.
 3. `python manage.py makemigrations traces`: the choices and the type constraint follow
-   the table (the migration only changes them in the database).
+   the table (the migration only changes them in the database). On SQLite it rebuilds
+   the blocks table: end it with `RunPython(recreate_sqlite_triggers)` as 0014 does
+   (docs/architecture.md, "A block sub type"; traces/apps.py puts them back anyway).
 tests/test_kinds.py then checks that the row is complete; its other tests show that
 validation, ingest, the tree, search, export and the page follow a row.
 """

@@ -28,6 +28,7 @@ from django.views.decorators.http import require_safe
 from explorer.access import actor, policy_errors
 from explorer.render.effort import Effort
 from explorer.views.base import render_page, wants_partial
+from traces import kinds
 from traces.models import Block
 from traces.policy import datasets_readable
 from traces.rewards import rate_tone, reward_tone
@@ -96,7 +97,8 @@ def _label(block: Block) -> str:
     if block.sub_type == "MESSAGE":
         role = payload.get("role")
         return str(role)[:60] if role else "message"
-    return {"TOOL_RESULT": "result", "THINK": "think"}.get(block.sub_type, block.sub_type)
+    kind = kinds.BY_SUB_TYPE.get(block.sub_type)
+    return kind.label if kind is not None else block.sub_type
 
 
 @dataclass

@@ -2,6 +2,7 @@
 size streams; without `limit`, blocks.stitched answers spec/004's whole tree."""
 
 from tests.api.conftest import BASE, error_of, post_json
+from tests.kinds_of import block_counts
 from traces.models import Trace
 
 
@@ -72,9 +73,7 @@ def test_flat_pages_walk_every_block_once_in_stitched_order(api):
 def test_the_trace_row_keeps_its_counts_as_blocks_are_appended(api):
     trace = Trace.objects.get(pk=built_trace(api))
     assert trace.block_count == 9
-    assert trace.block_counts == {
-        "MESSAGE": 3, "TOOL_CALL": 2, "THINK": 1, "TOOL_RESULT": 3, "ORPHAN": 0,
-    }  # fmt: skip
+    assert trace.block_counts == block_counts(MESSAGE=3, TOOL_CALL=2, THINK=1, TOOL_RESULT=3)
 
 
 def test_a_cursor_the_api_did_not_give_is_a_422(api):

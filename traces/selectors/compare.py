@@ -48,9 +48,9 @@ from traces import kinds
 from traces.models import Block, Dataset, Trace
 from traces.rewards import succeeded
 from traces.selectors.stats import (
-    _metadata_value_sql,  # the one SQL reading of metadata[key] (both databases)
     default_group_key,
     metadata_keys,
+    metadata_value_sql,  # the one SQL reading of metadata[key] (both databases)
     pass_at_k,
     pass_hat_k,
     traces_with_metadata_value,
@@ -517,7 +517,7 @@ class DatasetComparison:
 def _task_rows(side: Side, key: str | None) -> tuple[dict[str, list[tuple[str, bool]]], int, int]:
     """Per task (the JSON text of its value): its traces as (id, succeeded); and the
     side's trace and success counts. One query (no tasks when there is no key)."""
-    sql, params = _metadata_value_sql(key) if key else ("NULL", [])
+    sql, params = metadata_value_sql(key) if key else ("NULL", [])
     rows = (
         side.traces()
         .order_by("index", "id")

@@ -353,7 +353,7 @@ def _sqlite_metadata(nul: bool) -> str:
     return "traces_trace.metadata"
 
 
-def _metadata_value_sql(key: str, *, nul: bool = False) -> tuple[str, list[Any]]:
+def metadata_value_sql(key: str, *, nul: bool = False) -> tuple[str, list[Any]]:
     """SQL for the JSON text of `metadata[key]` of the current trace row (NULL if absent);
     `nul`: NUL read as U+FFFD (see `_sqlite_metadata`)."""
     if connection.vendor == "postgresql":
@@ -549,7 +549,7 @@ def rewards_by_key(
     successes and pass@k / pass^k for k = 1..min(k_max, most rewarded trials in a group),
     the groups in the order `sort` names (group_sort_known), the first `limit` shown.
     One GROUP BY query; pass@k is computed from its counts."""
-    sql, params = _metadata_value_sql(key)
+    sql, params = metadata_value_sql(key)
     sql = f"substr({sql}, 1, {GROUP_VALUE_MAX_CHARS + 1})"
     rows = (
         traces.order_by()
@@ -615,7 +615,7 @@ def traces_with_metadata_value(*, traces: QuerySet[Trace], key: str, value: str)
     Exact, in SQL, so that counts and pages stay right. A NUL in the key or the value
     matches a NUL stored there, read as U+FFFD on both databases."""
     nul = "\x00" in key or "\x00" in value
-    sql, params = _metadata_value_sql(key, nul=nul)
+    sql, params = metadata_value_sql(key, nul=nul)
     candidates = [jsontext.dumps(value)]
     try:
         # "7 " is the string "7 ", not the number 7.
