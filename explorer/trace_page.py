@@ -540,6 +540,10 @@ class PageRenderer:
             if key in kind.fields and key not in kind.body and v is not None
         }
         role = head.get("role", "")
+        whose = role  # whose colour the block takes: its role's, or its thinker's
+        thought_of = metadata.get("thought_of")  # a user simulator's reasoning, say
+        if isinstance(thought_of, str) and thought_of:
+            head["thought_of"] = whose = thought_of
         if role == "system" and self.fold and value:
             # A system prompt is read once: folded, a click away (issue 11 item 4).
             body = (
@@ -558,8 +562,8 @@ class PageRenderer:
             "warnings": warnings,
             "head": head,
             "body_key": body_key,
-            "role_class": ROLE_CLASSES.get(role.lower(), "other") if role else "",
-            "tone": _tone(role) if role and role.lower() not in ROLE_CLASSES else "",
+            "role_class": ROLE_CLASSES.get(whose.lower(), "other") if whose else "",
+            "tone": _tone(whose) if whose and whose.lower() not in ROLE_CLASSES else "",
             "without_text": kind.render == "content" and value in (None, ""),
             "same_as": _call_key(head.get("name"), value) if kind.sub_type == "TOOL_CALL" else "",
         }

@@ -14,6 +14,7 @@ from tests.explorer.conftest import (
     LONG_OUTPUT,
     PNG,
     PNG_URL,
+    import_lines,
     import_traces,
     jsonl_bytes,
     parse,
@@ -127,6 +128,23 @@ def test_content_is_rendered_for_each_kind(member_client, imported_trace, import
     assert "{&#x27;cmd&#x27;: ls" in chat_html or "{'cmd': ls" in chat_html
     assert "Orchestrator (thought)" in chat_html
     assert '<span class="agent-name" title="name: alice">alice</span>' in chat_html
+
+
+def test_a_user_simulators_reasoning_says_whose_it_is(member_client, org):
+    """A THINK under the user's message (tau2's user simulator) is labelled as the
+    user's, in the user's colour; the agent's own stays a plain think."""
+    user = {
+        "role": "user",
+        "content": "My flight is late.",
+        "raw_data": {"message": {"reasoning_content": "I play Ethan; start upset."}},
+    }
+    agent = {"role": "assistant", "content": "Sorry.", "reasoning_content": "apologise first"}
+    dataset = import_lines(org, "simulated", [{"messages": [user, agent]}])
+    html = member_client.get(page_url(dataset.traces.get())).content.decode()
+    thinks = re.findall(r'<article class="([^"]*k-think[^"]*)"', html)
+    assert len(thinks) == 2
+    assert "role-user" in thinks[0] and "role-" not in thinks[1]
+    assert html.count("of the user</span>") == 1
 
 
 def test_orphans_have_their_own_section(member_client, imported_trace):

@@ -45,3 +45,24 @@ def test_suffixing_reused_ids_costs_linear_time():
     elapsed = time.perf_counter() - started
     assert ids[-1] == "call_1#20000" and len(set(ids)) == 20_000
     assert elapsed < 10, f"{elapsed:.1f} s"
+
+
+def test_a_user_simulators_reasoning_is_a_think_that_says_whose_it_is():
+    """tau2 keeps the user simulator's reasoning with its message (raw_data): a THINK
+    under the user's message, noted as the user's, never taken for the agent's."""
+    events = [
+        {"role": "assistant", "content": "How can I help?"},
+        {
+            "role": "user",
+            "content": "My flight is late.",
+            "raw_data": {"message": {"reasoning_content": "I play Ethan; start upset."}},
+        },
+        {"role": "assistant", "content": "Sorry.", "reasoning_content": "apologise first"},
+    ]
+    converted = events_to_blocks(events, location={}, limits=Limits.from_settings())
+    assert converted.problems == []
+    thinks = [b for b in converted.blocks if b.sub_type == "THINK"]
+    parents = [converted.blocks[b.parent].payload["role"] for b in thinks]
+    assert parents == ["user", "assistant"]
+    assert thinks[0].metadata.get("thought_of") == "user"
+    assert "thought_of" not in thinks[1].metadata

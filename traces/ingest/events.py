@@ -281,8 +281,10 @@ def _message(t: _Trace, event: dict[str, Any], i: int, raw: Any, content: Any) -
     t.message = parent
     if calls:
         t.turn_calls = []
+    # Whose thinking: a user simulator's (tau2 keeps its reasoning too) is not the agent's.
+    thinker = {"thought_of": role} if isinstance(role, str) and role != "assistant" else None
     for text in thoughts:
-        t.add(i, "THINK", {"text": text}, parent, None)
+        t.add(i, "THINK", {"text": text}, parent, None, thinker)
     for j, (call_id, name, arguments, given) in enumerate(calls):
         notes: dict[str, Any] = {"call_index": j, **not_in_log}
         if call_id is None or call_id == "":
