@@ -139,3 +139,26 @@ def test_the_api_docs_and_the_browsable_api_on_the_live_server(
     page.goto(f"{live_server.url}/v1/organizations/acme/datasets/{runs.pk}/labels")
     expect(page.locator(".response-info")).to_contain_text("hallucinated argument")
     expect(page.locator(".response-info")).to_contain_text('"traces": 0')
+
+
+def test_a_mixed_dataset_list_fits_a_laptop_screen(page: Page, live_server, org, member, sign_in):
+    """Every column of the trace list (usage, tools with long names, task ids) fits 1280
+    pixels: it scrolled sideways with traces of several benchmarks in one dataset."""
+    import io
+
+    from traces.services.imports import trace_import
+
+    fixtures = Path(__file__).parents[1] / "ingest" / "formats" / "fixtures"
+    files = [
+        (path.name, io.BytesIO(path.read_bytes()))
+        for path in sorted(fixtures.iterdir())
+        if path.suffix in (".json", ".traj")
+    ]
+    dataset = trace_import(organization=org, dataset_name="mixed", files=files).dataset
+    sign_in(page, "alice")
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(f"{live_server.url}/d/{dataset.pk}/")
+    table = page.locator(".trace-table")
+    assert table.locator("tbody tr").count() >= 5
+    wide, room = table.evaluate("t => [t.scrollWidth, t.parentElement.clientWidth]")
+    assert wide <= room, f"the trace list is {wide} px wide in {room} px"
