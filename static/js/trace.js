@@ -144,10 +144,33 @@
     // around it (?focus=), which works however far down the trace it is.
     // `?focus=<block>` without `#<block>` (a link written by hand, an API's) opens there
     // too.
+    // "Go to block n" (?block=n) and "Row n" (?row=n): the server opens the page at the
+    // rows around it; here it is scrolled to and marked, wherever it is in the chunk.
+    function jumpTarget(params) {
+      const number = (params.get("block") || "").trim();
+      if (/^[0-9]{1,12}$/.test(number)) {
+        const title = `Permalink to block ${Number(number)}`;
+        const link = [...document.querySelectorAll("#rows a.permalink")].find(
+          (a) => a.title === title
+        );
+        const block = link && link.closest("[data-block]");
+        return block ? block.id : "";
+      }
+      const row = (params.get("row") || "").trim();
+      if (/^[0-9]{1,12}$/.test(row) && Number(row) >= 1) {
+        const el = document.getElementById(`row-${Number(row) - 1}`);
+        const block = el && el.querySelector("[data-block]");
+        return block ? block.id : "";
+      }
+      return "";
+    }
+
     function showHash() {
+      const params = new URL(window.location.href).searchParams;
       const id =
         decodeURIComponent(window.location.hash.slice(1)) ||
-        new URL(window.location.href).searchParams.get("focus") ||
+        params.get("focus") ||
+        jumpTarget(params) ||
         "";
       if (!/^[A-Za-z0-9_-]{1,64}$/.test(id)) return;
       const el = document.getElementById(id);

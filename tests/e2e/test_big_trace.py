@@ -76,6 +76,7 @@ def test_a_100000_block_trace_opens_scrolls_and_jumps(
     page.wait_for_url(re.compile(r"\?block=90000"))
     target = page.locator('a.permalink[title="Permalink to block 90000"]')
     expect(target).to_have_count(1)
+    expect(target).to_be_in_viewport()  # scrolled to, wherever it is in the chunk
     expect(page.locator(".rows-before")).to_contain_text("Show from the first row")
     expect(page.locator("#row-0")).to_have_count(0)
 
