@@ -188,7 +188,7 @@ def test_trace_rows(member_client, tasks_dataset):
     assert f'href="{reverse("trace", args=[trace.pk])}"' in first
     assert "Task A: please book flight 0" in first
     assert ">7<" in first  # blocks: user, assistant, 2 calls, 2 results, answer
-    assert re.findall(r'tool-chip mono">([^<]+)<', first) == ["book", "search_flights"]
+    assert re.findall(r'tool-chip mono"[^>]*>([^<]+)<', first) == ["book", "search_flights"]
     assert '<span class="badge reward good">1</span>' in first
     second = table[table.index("<tbody>") :].split("</tr>")[1]
     assert '<span class="badge reward bad">0</span>' in second

@@ -34,3 +34,36 @@ def test_an_export_never_restores_another_organizations_image(org):
     content = [{"type": "image_url", "image_url": {"url": ref}}]
     exported = trace_events(trace=imported(rival, "stolen", content))
     assert exported[0]["content"] == content  # the reference as written, no bytes
+
+
+def _round_trip(org, dataset, fmt: str):
+    from traces.selectors.exports import dataset_export_lines
+
+    data = b"".join(dataset_export_lines(dataset=dataset, fmt=fmt))
+    result = trace_import(
+        organization=org, dataset_name=f"again-{fmt}", files=[(f"{fmt}.jsonl", io.BytesIO(data))]
+    )
+    return result.dataset
+
+
+FIELDS = (
+    "name", "metadata", "extra", "reward", "block_count", "task", "trial",
+    "input_tokens", "output_tokens", "cost_usd", "duration_seconds",
+)  # fmt: skip
+
+
+def test_an_export_imports_back_as_the_traces_it_holds_a_readers_reward_included(org):
+    """A researcher's reward (the trace's extra), the names, the usage figures and the
+    metadata come back when an export of either format is imported (the chat export lost
+    the names and the reward set in the page; the blocks one the reward and usage)."""
+    from tests.real_runs import tau2_dataset
+    from traces.services.annotations import trace_extra_update
+
+    dataset = tau2_dataset(org, name="telecom")
+    first = dataset.traces.order_by("index").first()
+    trace_extra_update(trace=first, extra={"reward": 0.5, "note": "partly right"})
+    before = list(dataset.traces.order_by("index").values_list(*FIELDS))
+    assert before[0][3] == 0.5 and before[0][7] is not None  # the reward, input tokens
+    for fmt in ("chat", "blocks"):
+        again = _round_trip(org, dataset, fmt)
+        assert list(again.traces.order_by("index").values_list(*FIELDS)) == before, fmt

@@ -2,10 +2,13 @@
 
 from typing import Any
 
-from traces.ingest.types import FormatProblem, TraceDraft
+from traces.ingest.types import USAGE_COLUMNS, FormatProblem, TraceDraft, Usage
 
-# The keys of a trace object that become blocks (or are the metadata itself).
-TURNED_INTO_BLOCKS = ("messages", "blocks", "metadata")
+USAGE = frozenset(USAGE_COLUMNS)
+
+# The keys of a trace object that become blocks, or the trace's own fields (as this
+# product's exports write them: an export imports back as it was).
+TURNED_INTO_BLOCKS = ("messages", "blocks", "metadata", "extra")
 
 
 def _is_blocks(items: list[Any]) -> bool:
@@ -19,10 +22,14 @@ def trace_from_value(
     depth: int | None = None,
     images_possible: bool = True,
 ) -> TraceDraft | FormatProblem:
-    """An event array, a block array, or `{"messages"|"blocks": [...], "metadata": {...}}`.
+    """An event array, a block array, or `{"messages"|"blocks": [...], "metadata": {...}}`
+    (with, as exports write them, the trace's `extra` and `usage` figures).
     `depth` and `images_possible`: what the caller knows of the bytes of `value`
     (TraceDraft)."""
     metadata: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    usage = Usage()
+    name = ""
     if isinstance(value, dict):
         items = value.get("messages", value.get("blocks"))
         if not isinstance(items, list):
@@ -36,6 +43,15 @@ def trace_from_value(
                 return FormatProblem.not_an_object(key, value[key], location)
         if value.get("metadata") is not None:
             metadata = dict(value["metadata"])
+        extra = dict(value.get("extra") or {})
+        given = value.get("usage")
+        if isinstance(given, dict) and given and set(given) <= USAGE:  # an export's figures
+            usage = Usage.of(**given)
+            value = {key: kept for key, kept in value.items() if key != "usage"}
+        # A top-level name is the trace's name (as exports write it), not metadata.
+        if isinstance(value.get("name"), str) and "name" not in metadata:
+            name = value["name"]
+            value = {key: kept for key, kept in value.items() if key != "name"}
         # Nothing is dropped (DESIGN.md "imports keep real logs whole"): every other key
         # goes to the metadata (`reward` there is the trace's reward), unless the
         # metadata object has one of that name.
@@ -56,8 +72,9 @@ def trace_from_value(
             f"not a JSON {type(value).__name__}",
             location,
         )
-    name = metadata.get("name") if isinstance(metadata.get("name"), str) else ""
-    known = {"depth": depth, "images_possible": images_possible}
+    if not name and isinstance(metadata.get("name"), str):
+        name = metadata["name"]
+    known = {"depth": depth, "images_possible": images_possible, "extra": extra, "usage": usage}
     if _is_blocks(items):
         return TraceDraft(location=location, blocks=items, metadata=metadata, name=name, **known)
     return TraceDraft(location=location, events=items, metadata=metadata, name=name, **known)

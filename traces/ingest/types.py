@@ -92,6 +92,9 @@ class TraceDraft:
     # trace without blocks, with its error and reward, where the format says so.
     keep_empty: bool = False
     usage: Usage = field(default_factory=Usage)
+    # The trace's own `extra` (client annotations: a reward set by a reader), where the
+    # file carries it (a trace object, as this product's exports write it).
+    extra: dict[str, Any] = field(default_factory=dict)
     # A trace without a name in its content (an old SWE-agent .traj) is named by its file,
     # the file's name without its extension, where the format writes one run per file
     # named after the run.

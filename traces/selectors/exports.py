@@ -7,6 +7,7 @@ from django.db.models import QuerySet
 
 from traces import jsontext, kinds
 from traces.ingest.images import referenced_images, restore_images
+from traces.ingest.types import USAGE_COLUMNS
 from traces.models import Annotation, Block, Dataset, Trace
 from traces.selectors.blocks import BLOCK_MODEL_FIELDS, block_dict
 from traces.selectors.images import trace_image_bytes
@@ -115,16 +116,19 @@ def dataset_export_lines(
     if traces is None:
         traces = dataset.traces.order_by("index")
     for trace in traces.filter(dataset=dataset).iterator(chunk_size=200):
-        line: dict[str, Any]
+        # The trace's own fields beside its content, so that the line imports back as the
+        # trace it was (traces/ingest/traces_in.py): its name, its extra (a reward a
+        # reader set) and its usage figures.
+        line: dict[str, Any] = {"name": trace.name, "metadata": trace.metadata}
+        if trace.extra:
+            line["extra"] = trace.extra
+        usage = {column: getattr(trace, column) for column in USAGE_COLUMNS}
+        if any(value is not None for value in usage.values()):
+            line["usage"] = {key: value for key, value in usage.items() if value is not None}
         if fmt == "chat":
-            line = {"messages": trace_events(trace=trace), "metadata": trace.metadata}
+            line["messages"] = trace_events(trace=trace)
         else:
-            line = {
-                "name": trace.name,
-                "metadata": trace.metadata,
-                "extra": trace.extra,
-                "blocks": trace_blocks_export(trace=trace),
-            }
+            line["blocks"] = trace_blocks_export(trace=trace)
         if trace.pk in annotations:
             line["annotations"] = annotations[trace.pk]
         yield jsontext.dumps(line).encode() + b"\n"

@@ -246,12 +246,13 @@ class _Spool:
             block = failure.get("block") if isinstance(failure.get("block"), str) else None
             self.failures.append((trace_id, block, failure_comment(failure, COMMENT_MAX)))
         metadata_text = jsontext.dumps(metadata)
+        extra_text = jsontext.dumps(draft.extra) if draft.extra else "{}"
         task, trial = trace_task_trial(metadata=metadata)
         self.traces.add(
-            (trace_id, name[:500], metadata_text,
-             trace_reward(extra={}, metadata=metadata), trace.blocks, content_hash,
+            (trace_id, name[:500], metadata_text, extra_text,
+             trace_reward(extra=draft.extra, metadata=metadata), trace.blocks, content_hash,
              jsontext.dumps(trace.placer.counts), (*draft.usage.row(), task, trial), self.file),
-            len(metadata_text),
+            len(metadata_text) + len(extra_text),
         )  # fmt: skip
         for sha, image in converted.images.items():
             if sha not in self.image_shas:
@@ -337,10 +338,12 @@ class _Spool:
         org_id, dataset_id = dataset.organization_id, dataset.pk
         rows = (
             (trace_id, org_id, dataset_id, first_index + n, name,
-             self._with_file_metadata(metadata, file), "{}", reward,
+             self._with_file_metadata(metadata, file), extra, reward,
              blocks, now, now, content_hash, counts, *derived, new_uuid())
-            for n, (trace_id, name, metadata, reward, blocks, content_hash, counts, derived, file)
-            in enumerate(self.traces)
+            for n, (
+                trace_id, name, metadata, extra, reward, blocks, content_hash, counts, derived,
+                file,
+            ) in enumerate(self.traces)
         )  # fmt: skip
         # derived: the usage figures, then the task and trial (traces/trials.py)
         columns = (
@@ -548,6 +551,7 @@ def _convert(draft: TraceDraft, limits: Limits, emit: Emit) -> ConvertedTrace:
         )
     try:
         check_rewards(draft.metadata, field_name="metadata")
+        check_rewards(draft.extra, field_name="extra")
     except ValidationFailed as exc:
         converted.problems.append(problem_from_error(draft.location, exc))
     for image in converted.images.values():
