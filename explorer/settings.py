@@ -264,9 +264,10 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "Trace Explorer API",
     "DESCRIPTION": (
-        "Blocks of agent traces (spec/004) under /v1/organizations/<org>/. "
+        # Markdown (Swagger UI renders it): in backticks, `<org>` is not taken for a tag.
+        "Blocks of agent traces (spec/004) under `/v1/organizations/<org>/`. "
         "Authenticate with `Authorization: Bearer <key>`. Every error is "
-        '{"error": {"code", "http_status", "message", "details"}}.'
+        '`{"error": {"code", "http_status", "message", "details"}}`.'
     ),
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,

@@ -135,6 +135,9 @@ def test_the_api_docs_and_the_browsable_api_on_the_live_server(
     expect(page.locator(".opblock-summary-path").first).to_be_visible(timeout=15_000)
     paths = page.locator(".opblock-summary-path").all_inner_texts()
     assert paths and all(p.startswith("/v1/organizations/{org}/") for p in paths)
+    # the description's placeholders are shown, not taken for HTML tags
+    expect(page.locator(".info .description")).to_contain_text("/v1/organizations/<org>/")
+    expect(page.locator(".info .description")).to_contain_text("Bearer <key>")
     page.screenshot(path=str(shots(tmp_path) / "docs.png"))
     page.goto(f"{live_server.url}/v1/organizations/acme/datasets/{runs.pk}/labels")
     expect(page.locator(".response-info")).to_contain_text("hallucinated argument")
