@@ -123,7 +123,10 @@ def test_summary_and_accuracy(tasks_dataset, org):
     partial = rewarded(org, "partial", [0, 0.5, 1, None])
     summary = reward_summary(traces=partial.traces.all())
     assert (summary.traces, summary.rewarded) == (4, 3)
-    assert not summary.binary and summary.accuracy == pytest.approx(0.5)
+    # partial credit: accuracy counts the successes (as the comparison of datasets does);
+    # the mean credit is the mean reward
+    assert not summary.binary and summary.accuracy == pytest.approx(1 / 3)
+    assert summary.mean == pytest.approx(0.5)
     scores = rewarded(org, "scores", [3, 7, -1])
     assert reward_summary(traces=scores.traces.all()).accuracy is None  # not within 0..1
     assert reward_summary(traces=scores.traces.all()).mean == pytest.approx(3)
@@ -256,7 +259,8 @@ def test_dataset_stats_are_not_multiplied_by_memberships(org, rival_org):
     assert set(rows) == {"public-one", "mine"}
     assert rows["public-one"].trace_count == 3 and rows["public-one"].rewarded == 3
     assert dataset_accuracy(rows["public-one"]) == pytest.approx(2 / 3)
-    assert rows["mine"].trace_count == 1 and dataset_accuracy(rows["mine"]) == 0.5
+    assert rows["mine"].trace_count == 1 and dataset_accuracy(rows["mine"]) == 0.0
+    assert rows["mine"].mean_reward == 0.5  # partial credit: no success
     assert list(rows) == ["mine", "public-one"]  # the latest update first
     assert mine.pk in {d.pk for d in Dataset.objects.all()}
 

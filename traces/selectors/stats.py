@@ -5,12 +5,13 @@ Definitions (the pages show them in their tooltips):
 - A trace *has a reward* when its `reward` column is set (extra.reward, else
   metadata.reward; booleans count as 1/0).
 - *Mean reward*: the mean over the traces that have one.
-- *Accuracy*: the mean reward when every reward lies within [0, 1]. With 0/1 rewards
-  (tau-bench, SWE-bench resolved) that is the share of rewarded traces that succeeded;
-  with partial credit in [0, 1] it is the mean credit, which is what those benchmarks
-  report. When some reward lies outside [0, 1] (a score, a negative penalty) there is no
-  accuracy: only the mean reward is shown.
 - A trace *succeeded* when its reward is 1 (within 1e-6, tau-bench's rule).
+- *Accuracy*: the share of the rewarded traces that succeeded, when every reward lies
+  within [0, 1]: a trace succeeds exactly when accuracy counts it as a success
+  (DESIGN.md), so the dataset pages and the comparison of datasets agree. With 0/1
+  rewards (tau-bench, SWE-bench resolved) it is the mean reward; with partial credit the
+  mean credit is the mean reward, shown beside it. When some reward lies outside [0, 1]
+  (a score, a negative penalty) there is no accuracy: only the mean reward is shown.
 - Per group of traces sharing a metadata value (a task, by default `task_id`), with n
   rewarded trials of which c succeeded:
   pass@k = 1 - C(n-c, k) / C(n, k)  (at least one of k trials succeeds; unbiased, Chen
@@ -66,13 +67,16 @@ _EMPTY: dict = {}  # an empty `extra` (stored as the text {})
 # --- one number per dataset ----------------------------------------------------------
 
 
-def accuracy_of(*, mean: float | None, lowest: float | None, highest: float | None):
-    """The accuracy as defined above: the mean reward when all rewards are within [0, 1]."""
-    if mean is None or lowest is None or highest is None:
+def accuracy_of(
+    *, successes: int, rewarded: int, lowest: float | None, highest: float | None
+) -> float | None:
+    """The accuracy as defined above: the share of rewarded traces that succeeded, when
+    all rewards are within [0, 1]."""
+    if not rewarded or lowest is None or highest is None:
         return None
     if lowest < 0 or highest > 1:
         return None
-    return mean
+    return successes / rewarded
 
 
 @dataclass(frozen=True)
@@ -89,7 +93,10 @@ class RewardSummary:
 
     @property
     def accuracy(self) -> float | None:
-        return accuracy_of(mean=self.mean, lowest=self.lowest, highest=self.highest)
+        return accuracy_of(
+            successes=self.successes, rewarded=self.rewarded, lowest=self.lowest,
+            highest=self.highest,
+        )  # fmt: skip
 
     @property
     def binary(self) -> bool:
@@ -200,8 +207,9 @@ def usage_columns(*, traces: QuerySet[Trace]) -> dict[str, bool]:
 
 
 def datasets_with_stats(*, datasets: QuerySet[Dataset]) -> QuerySet[Dataset]:
-    """`datasets` with trace_count, rewarded, mean_reward, reward_min, reward_max and
-    last_update (the latest change of the dataset or of one of its traces), newest first.
+    """`datasets` with trace_count, rewarded, mean_reward, successes, reward_min,
+    reward_max and last_update (the latest change of the dataset or of one of its
+    traces), newest first.
 
     Annotated on a fresh queryset, so that the joins of the access rules (which may
     repeat a dataset once per membership) never multiply the counts.
@@ -213,6 +221,10 @@ def datasets_with_stats(*, datasets: QuerySet[Dataset]) -> QuerySet[Dataset]:
             trace_count=Count("traces"),
             rewarded=Count("traces__reward"),
             mean_reward=Avg("traces__reward"),
+            successes=Count(
+                "traces__reward",
+                filter=Q(traces__reward__gte=SUCCESS, traces__reward__lte=2 - SUCCESS),
+            ),
             reward_min=Min("traces__reward"),
             reward_max=Max("traces__reward"),
             last_update=Coalesce(Max("traces__updated_at"), F("updated_at")),
@@ -224,8 +236,9 @@ def datasets_with_stats(*, datasets: QuerySet[Dataset]) -> QuerySet[Dataset]:
 def dataset_accuracy(dataset: Dataset) -> float | None:
     """The accuracy of a dataset annotated by `datasets_with_stats`."""
     return accuracy_of(
-        mean=dataset.mean_reward, lowest=dataset.reward_min, highest=dataset.reward_max
-    )
+        successes=dataset.successes, rewarded=dataset.rewarded, lowest=dataset.reward_min,
+        highest=dataset.reward_max,
+    )  # fmt: skip
 
 
 # --- the reward histogram ------------------------------------------------------------
