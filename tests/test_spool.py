@@ -80,6 +80,18 @@ def test_keys_live_in_an_unlinked_file_of_the_upload_temp_dir(temp_dir):
         keys.close()
 
 
+def test_close_lets_go_of_the_keys_file_after_an_update(temp_dir):
+    """close() ends the spool: its unlinked file, and the disk it holds, are let go then,
+    not when the object is garbage collected. (Attacker review: after `update()`, whose
+    executemany statement is left unreset on the spool's cursor, sqlite3's close() leaves
+    the database open until the cursor is freed.)"""
+    keys = KeySpool()
+    keys.update(f"{n:064x}" for n in range(5000))
+    keys.close()
+    held = [t for t in open_files() if t.startswith(f"{temp_dir}/keys-")]
+    assert held == []
+
+
 def test_rows_left_out_since_a_mark_are_not_written(org, temp_dir):
     """A duplicate trace's rows, spooled before it was known to be one, are taken back
     (or, once pickled with other rows, skipped by their key at the write); the
