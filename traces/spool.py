@@ -179,4 +179,7 @@ class KeySpool:
             yield [key for (key,) in rows]
 
     def close(self) -> None:
+        # The cursor first: an executemany's statement left on it kept the database, and
+        # its unlinked file's disk, open until the spool was garbage collected.
+        self._cursor.close()
         self._db.close()
