@@ -212,6 +212,9 @@ SILENCED_SYSTEM_CHECKS = ["security.W021"]
 DATA_UPLOAD_MAX_NUMBER_FILES = env_positive_int("UPLOAD_MAX_FILES", 10000)
 UPLOAD_MAX_BYTES = env_positive_int("UPLOAD_MAX_BYTES", 1 << 30)
 FILE_UPLOAD_HANDLERS = ["explorer.upload_files.SharedTempFileUploadHandler"]
+# Where uploads and an import's spools (traces/spool.py) are written: a disk with room
+# for the largest upload (the system's temporary folder, TMPDIR, when unset).
+FILE_UPLOAD_TEMP_DIR = env_str("FILE_UPLOAD_TEMP_DIR", "") or None
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_positive_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 32 * 1024 * 1024)
 # Invariant Explorer's /api/v1: an append converts and places the whole trace again under
 # its row lock, so a trace holds at most this many events, and one append adds at most so

@@ -40,3 +40,18 @@ def test_it_refuses_bad_settings_with_the_variable_named(env, message):
 
 def test_it_starts_with_good_settings():
     assert load_settings(LIMIT_MSG_BYTES="1000", DEBUG="true").returncode == 0
+
+
+def test_the_upload_temp_dir_comes_from_the_environment(tmp_path):
+    def temp_dir(**env) -> str:
+        code = "import django; django.setup(); from django.conf import settings; "
+        code += "print(settings.FILE_UPLOAD_TEMP_DIR)"
+        full = {k: v for k, v in os.environ.items() if k != "FILE_UPLOAD_TEMP_DIR"}
+        full.update(DJANGO_SETTINGS_MODULE="explorer.settings", DEBUG="1", **env)
+        result = subprocess.run(
+            [sys.executable, "-c", code], cwd=ROOT, env=full, capture_output=True, text=True
+        )
+        return result.stdout.strip()
+
+    assert temp_dir(FILE_UPLOAD_TEMP_DIR=str(tmp_path)) == str(tmp_path)
+    assert temp_dir() == "None"  # the system's temporary folder
