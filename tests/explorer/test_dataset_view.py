@@ -70,7 +70,8 @@ def test_reported_and_computed_accuracy(member_client, tasks_dataset):
     response = member_client.get(url(tasks_dataset))
     assert response.status_code == 200
     html = response.content.decode()
-    assert "computed 0.333: 2 of the 6 traces with a reward succeeded (reward 1), of 6 traces" in html
+    said = "computed 0.333: 2 of the 6 traces with a reward succeeded (reward 1), of 6 traces"
+    assert said in html
     reported = html[html.index(">reported<") :]
     assert "0.400" in reported.split("</div>")[1]
     assert "differs from the reported value by 0.067" in html
@@ -82,7 +83,8 @@ def test_reported_and_computed_accuracy(member_client, tasks_dataset):
 
 def test_count_with_a_reward(member_client, big_dataset):
     html = member_client.get(url(big_dataset)).content.decode()
-    assert "computed 0.500: 40 of the 80 traces with a reward succeeded (reward 1), of 120 traces" in html
+    said = "computed 0.500: 40 of the 80 traces with a reward succeeded (reward 1), of 120 traces"
+    assert said in html
     assert "reports no <code>accuracy</code>" in html
 
 

@@ -84,7 +84,8 @@ def test_upload_into_a_new_dataset_redirects_to_it(member_client, org):
     }
     page = member_client.get(response["Location"]).content.decode()
     assert "Imported 3 traces" in page
-    assert "computed 0.333: 1 of the 3 traces with a reward succeeded (reward 1), of 3 traces" in page
+    said = "computed 0.333: 1 of the 3 traces with a reward succeeded (reward 1), of 3 traces"
+    assert said in page
 
 
 def test_upload_several_files_into_an_existing_dataset(member_client, tasks_dataset):

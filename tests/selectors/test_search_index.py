@@ -235,3 +235,26 @@ def test_a_search_of_many_words_needs_every_one_of_them_the_shortest_too(org):
     assert before["traces"] == [first]
     drain()
     assert found(traces, search) == before
+
+
+@pytest.mark.django_db
+def test_a_word_longer_than_the_filter_reads_is_matched_whole(org):
+    """PostgreSQL's filter reads a word's first PREFILTER_CHARS characters (a 500-character
+    word made it take seconds over large blocks): the exact match still needs all of it."""
+    from traces.selectors.search import PREFILTER_CHARS
+
+    stem = "q" * PREFILTER_CHARS
+    dataset = import_lines(
+        org,
+        "long words",
+        [
+            {"messages": chat(f"see {stem}right here")},
+            {"messages": chat(f"see {stem}wrong here")},
+        ],
+    )
+    traces = Trace.objects.filter(dataset=dataset)
+    search = f"{stem}right"
+    before = found(traces, search)
+    assert before["traces"] == [traces.get(index=0).pk]
+    drain()
+    assert found(traces, search) == before
