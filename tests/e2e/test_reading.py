@@ -165,3 +165,16 @@ def test_a_mixed_dataset_list_fits_a_laptop_screen(page: Page, live_server, org,
     assert table.locator("tbody tr").count() >= 5
     wide, room = table.evaluate("t => [t.scrollWidth, t.parentElement.clientWidth]")
     assert wide <= room, f"the trace list is {wide} px wide in {room} px"
+
+
+def test_the_groups_footer_covers_the_rows_it_sticks_over(page: Page, live_server, runs, sign_in):
+    """The groups table's footer row sticks to the bottom of its scroll area: each of
+    its cells, the first included, has a background (the first was transparent, and
+    "All n groups" showed over a task's row)."""
+    sign_in(page, "alice")
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"{live_server.url}/d/{runs.pk}/")
+    backgrounds = page.locator(".groups tfoot th, .groups tfoot td").evaluate_all(
+        "cells => cells.map(c => getComputedStyle(c).backgroundColor)"
+    )
+    assert backgrounds and "rgba(0, 0, 0, 0)" not in backgrounds, backgrounds
