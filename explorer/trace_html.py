@@ -160,18 +160,18 @@ def raw_slot_html(b: "BlockView") -> str:
 
 def _drawer_foot(b: "BlockView", frame: Frame, bid: str, full: str) -> str:
     """The drawer's last line: the block's id, kind and links."""
-    out = f'<p class="drawer-foot small"><code>{bid}</code> · {_e(b.sub_type)}'
+    out = f'<p class="drawer-foot small"><code>{bid}</code> &middot; {_e(b.sub_type)}'
     if b.has_text_view:
         out += (
-            f' · <a href="{full}?as=text" hx-get="{full}?as=text" hx-target="#body-{bid}" '
+            f' &middot; <a href="{full}?as=text" hx-get="{full}?as=text" hx-target="#body-{bid}" '
             'hx-swap="outerHTML" title="Show the text as written, not as Markdown">'
             "as plain text</a>"
         )
     if not frame.block_page:
-        out += f' · <a href="{full}">block page</a>'
+        out += f' &middot; <a href="{full}">block page</a>'
     if frame.can_edit:
         out += (
-            f' · <a class="label-this" href="{_e(b.trace_url)}?annotate={bid}#annotations" '
+            f' &middot; <a class="label-this" href="{_e(b.trace_url)}?annotate={bid}#annotations" '
             'title="Tag this block with a label or a comment">label this block</a>'
         )
     return out + "</p>"
@@ -261,7 +261,7 @@ def _row_into(out: list[str], row: "RowView", frame: Frame) -> None:
     else:
         out.append(
             f'<p class="row-continued faint">Row {row.number} continued: acts '
-            f"{row.acts_from + 1}–{row.acts_to} of {row.acts_total}</p>"
+            f"{row.acts_from + 1}&ndash;{row.acts_to} of {row.acts_total}</p>"
         )
     out.append('</div>\n        <div class="acts">')
     for act in row.acts:
