@@ -96,7 +96,8 @@ def test_pages_answer_after_the_rule_clears_rewards_out_of_range(before_the_rule
     page = member.get(reverse("dataset", args=[extreme.pk]))
     assert page.status_code == 200
     html = page.content.decode()
-    assert "over 1 of 3 traces" in html  # the accuracy of the one reward left, 0.5
+    # the one reward left, 0.5, is not a success
+    assert "computed 0.000: 0 of the 1 trace with a reward succeeded (reward 1), of 3" in html
     assert re.search(r"\b(nan|inf)\b", html, re.IGNORECASE) is None
 
 

@@ -204,7 +204,7 @@ def test_sign_in_upload_see_accuracy_and_open_a_trace(
         "0.500"
     )
     expect(card.locator(".computed-line")).to_contain_text(
-        "computed 0.667 (the mean reward, partial credit included) over 3 of 3 traces"
+        "computed 0.667: 2 of the 3 traces with a reward succeeded (reward 1), of 3 traces"
     )
     expect(card).to_contain_text("differs from the reported value by 0.167")
     expect(page.locator(".metadata-card")).to_contain_text("weather-e2e")
@@ -592,7 +592,8 @@ def test_the_pages_work_without_javascript(weather_traces, page_without_js, live
     page.goto(f"{live_server.url}/")  # with the datasets made after signing in
     page.click("a.dataset-link:text-is('weather-agent')")
     page.wait_for_url(re.compile(r"/d/ds_"))
-    expect(page.locator(".accuracy-card .computed-line")).to_contain_text("over 2 of 2")
+    computed = page.locator(".accuracy-card .computed-line")
+    expect(computed).to_contain_text("of the 2 traces with a reward")
     page.click(".trace-table a:text-is('paris')")
     page.wait_for_url(f"{live_server.url}/t/{paris.pk}/")
     check_lanes(page, "Paris")

@@ -180,7 +180,7 @@ def test_a_turn_of_thousands_of_tool_calls_opens_in_under_a_second(org, member_c
         chunk = member_client.get(more.replace("&amp;", "&"), HTTP_HX_REQUEST="true")
     body = chunk.content.decode()
     assert f'<div class="row" id="row-1-{first}">' in body
-    assert f"Row 2 continued: acts {first + 1}–" in body
+    assert f"Row 2 continued: acts {first + 1}&ndash;" in body
     assert body.count('class="cell cell-act"') > 0 and "call_0<" not in body
 
 
@@ -190,7 +190,7 @@ def test_a_permalink_to_the_last_call_of_a_long_turn_opens_beside_it(member_clie
         response = member_client.get(f"/t/{busy_turn.pk}/?focus={last.pk}")
     html = response.content.decode()
     assert f'id="{last.pk}"' in html
-    assert "Row 2 continued: acts 2998–3000 of 3000" in html
+    assert "Row 2 continued: acts 2998&ndash;3000 of 3000" in html
     assert "done<" in html  # and the rows after it
 
 
