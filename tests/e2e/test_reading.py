@@ -174,6 +174,7 @@ def test_the_groups_footer_covers_the_rows_it_sticks_over(page: Page, live_serve
     sign_in(page, "alice")
     page.set_viewport_size({"width": 1280, "height": 800})
     page.goto(f"{live_server.url}/d/{runs.pk}/")
+    expect(page.locator(".groups tfoot th").first).to_be_visible()  # the table comes by htmx
     backgrounds = page.locator(".groups tfoot th, .groups tfoot td").evaluate_all(
         "cells => cells.map(c => getComputedStyle(c).backgroundColor)"
     )
