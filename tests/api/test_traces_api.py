@@ -71,3 +71,14 @@ def test_the_metadata_filter_is_exact_so_pages_stay_full(api):
     assert page["next_cursor"] is None
     numbers = api.get(f"{BASE}/traces?metadata.task_id=1").json()["traces"]
     assert [t["metadata"] for t in numbers] == [{"task_id": 1}]
+
+
+def test_it_refuses_an_unknown_query_parameter_instead_of_listing_everything(api):
+    """`dataset_id` is not a filter: answered with every trace of the organization, a
+    misnamed filter looked like one that matched."""
+    response = api.get(f"{BASE}/traces?dataset_id=ds_x")
+    assert response.status_code == 422
+    error = error_of(response)
+    assert error["details"] == {"field": "dataset_id", "rule": "unknown_parameter"}
+    assert "dataset" in error["message"] and "metadata.<key>" in error["message"]
+    assert api.get(f"{BASE}/traces?metadata.dataset_id=x&limit=5").status_code == 200

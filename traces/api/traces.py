@@ -87,6 +87,19 @@ class TraceListApi(OrgApi):
         responses={200: OutputSerializer, **errors(422)},
     )
     def get(self, request, org):
+        # A filter misnamed (`dataset_id`, `task_id`) would otherwise list every trace.
+        unknown = [
+            key
+            for key in request.GET
+            if key not in RESERVED_QUERY and not key.startswith("metadata.")
+        ]
+        if unknown:
+            known = ", ".join(sorted(RESERVED_QUERY))
+            raise ValidationFailed(
+                f"unknown query parameter {unknown[0][:100]!r}: a trace list takes {known} "
+                "and metadata.<key>",
+                {"field": unknown[0][:100], "rule": "unknown_parameter"},
+            )
         dataset = None
         if request.GET.get("dataset"):
             dataset = dataset_by_id_or_name(
