@@ -2,7 +2,6 @@
 items, the reward histogram's bars, the rewards-per-group table and the trace rows."""
 
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
@@ -10,10 +9,8 @@ from urllib.parse import urlencode
 from django.core.paginator import Paginator
 from django.http import QueryDict
 from django.urls import reverse
-from django.utils.html import conditional_escape, format_html
-from django.utils.safestring import SafeString, mark_safe
 
-from explorer.render.text import visible_text
+from explorer.render.snippet import highlighted, snippet
 from explorer.templatetags.numbers import cost_text, duration_text, metadata_number
 from explorer.templatetags.numbers import grouped as _grouped
 from traces import jsontext
@@ -22,7 +19,6 @@ from traces.rewards import rate_tone, reward_tone
 from traces.selectors.annotations import trace_label_names
 from traces.selectors.datasets import dataset_trace_rows
 from traces.selectors.search import (
-    SearchHit,
     search_hits,
     search_words,
     traces_being_indexed,
@@ -379,39 +375,6 @@ def histogram_bars(histogram: Histogram) -> dict[str, Any]:
 # --- the page ------------------------------------------------------------------------
 
 
-_JSON_KEY = re.compile(r'(?<!\\)"?\s*[{,]?\s*"[A-Za-z_][\w-]{0,40}"\s*:\s*"?')
-_JSON_PUNCTUATION = re.compile(r'"\s*[,}\]]+\s*|[{\[]\s*"?')
-
-
-def _snippet(hit: SearchHit) -> str:
-    """A hit's piece of stored JSON text as a reader's line: escapes of JSON read back,
-    spaces collapsed, an ellipsis where it is cut."""
-    text = hit.piece
-    # JSON's keys and brackets are not what the reader looks for: the values are.
-    text = _JSON_KEY.sub(" ", text)
-    text = _JSON_PUNCTUATION.sub(" ", text)
-    for escaped, plain in (("\\n", " "), ("\\t", " "), ('\\"', '"'), ("\\\\", "\\")):
-        text = text.replace(escaped, plain)
-    text = visible_text(" ".join(text.split()))  # no bidi control reorders the line
-    return ("…" if hit.cut_before else "") + text + ("…" if hit.cut_after else "")
-
-
-def highlighted(text: str, words: list[str]) -> SafeString:
-    """`text` escaped, each occurrence of the words (in any case) in <mark>."""
-    words = [w for w in words if w]
-    if not words:
-        return conditional_escape(text)
-    pattern = re.compile("|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)),
-                         re.IGNORECASE)  # fmt: skip
-    out, last = [], 0
-    for match in pattern.finditer(text):
-        out.append(conditional_escape(text[last : match.start()]))
-        out.append(format_html("<mark>{}</mark>", match.group()))
-        last = match.end()
-    out.append(conditional_escape(text[last:]))
-    return mark_safe("".join(out))  # noqa: S308 (every piece escaped above)
-
-
 def tokens_text(trace: Trace) -> tuple[str, str]:
     """The trace's tokens as the list shows them (the total, "" when unknown) and the
     detail for its title."""
@@ -464,7 +427,7 @@ def _trace_rows(page_traces: list[Trace], filters: Filters) -> list[dict[str, An
             focus = urlencode({"focus": hit.block_id, **({"list": carried} if carried else {})})
             hit_view = {
                 "href": f"{reverse('trace', args=[trace.pk])}?{focus}#{hit.block_id}",
-                "snippet": highlighted(_snippet(hit), words),
+                "snippet": highlighted(snippet(hit), words),
                 "kind": hit.sub_type.lower().replace("_", " "),
             }
         tokens, tokens_title = tokens_text(trace)

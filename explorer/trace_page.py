@@ -27,6 +27,7 @@ from explorer.render.effort import Effort
 from explorer.render.fold import Budget
 from explorer.render.json import json_html, pretty_json
 from explorer.render.markdown import markdown_block
+from explorer.render.snippet import highlighted, snippet
 from explorer.render.text import size_label, visible_text
 from explorer.templatetags.numbers import metadata_number
 from traces import jsontext, kinds
@@ -44,6 +45,7 @@ from traces.selectors.blocks import (
     turn_acts,
 )
 from traces.selectors.images import trace_image_types
+from traces.selectors.search import search_words
 from traces.services.block_renders import block_renders_save
 from traces.validation import reward_of
 
@@ -918,10 +920,21 @@ class Hit:
     index: int
     sub_type: str
     number: int | None
+    snippet: Any = ""  # SafeString: where the block matches, the words marked
 
     @property
     def row_number(self) -> int:
         return self.index + 1
+
+
+def hits_of(found: list[tuple], text: str) -> list[Hit]:
+    """find-in-trace's entries (traces.selectors.blocks.trace_block_hits), each with the
+    piece of its block where it matches."""
+    words = search_words(text)
+    return [
+        Hit(block_id, index, sub_type, number, highlighted(snippet(hit), words))
+        for block_id, index, sub_type, number, hit in found
+    ]
 
 
 # --- Pages -----------------------------------------------------------------------------

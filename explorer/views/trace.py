@@ -172,7 +172,7 @@ def trace_outline(request, trace_id: str):
     }
     if text.strip():
         hits = trace_block_hits(trace=trace, text=text, limit=page.HITS + 1)
-        context["hits"] = [page.Hit(*hit) for hit in hits[: page.HITS]]
+        context["hits"] = page.hits_of(hits[: page.HITS], text)
         context["more_hits"] = len(hits) > page.HITS
     else:
         rows = trace_outline_rows(trace=trace, first_turn=start, turns=page.OUTLINE_TURNS)

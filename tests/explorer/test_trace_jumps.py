@@ -114,6 +114,17 @@ def test_find_in_trace_links_each_hit_to_the_page_at_its_block(trace_client, too
     assert "No block matches." in none
 
 
+def test_find_in_trace_shows_where_each_block_matches(trace_client, tool_trace):
+    """Each hit shows a piece of its block around the word, the word marked (a list of
+    "row 251 · block 380 · tool_result" told the reader nothing of the match)."""
+    url = f"{page_url(tool_trace)}outline"
+    html = trace_client.get(url, {"q": "needle"}, **HTMX).content.decode()
+    [piece] = re.findall(r'<span class="hit-snippet small">(.*?)</span>', html)
+    assert piece.endswith("output of turn 250 <mark>NEEDLE</mark>"), piece
+    hostile = trace_client.get(url, {"q": "<b>turn"}, **HTMX).content.decode()
+    assert "<b>turn" not in hostile  # the search text is shown escaped, never as markup
+
+
 def test_the_outline_of_a_trace_of_another_organization_is_a_404(trace_outsider_client, tool_trace):
     response = trace_outsider_client.get(f"{page_url(tool_trace)}outline")
     assert response.status_code == 404

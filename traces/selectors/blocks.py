@@ -22,7 +22,14 @@ from traces import kinds
 from traces.models import Block, Organization, Trace
 from traces.order import count_places, stitched_places
 from traces.selectors import first_or_not_found
-from traces.selectors.search import NUL, blocks_matching
+from traces.selectors.search import (
+    NUL,
+    SNIPPET_COLUMNS,
+    SearchHit,
+    blocks_matching,
+    search_words,
+    with_snippet,
+)
 
 # A block as the API, the export and the pages show it (spec/004's fields, in its order),
 # and the model's names for them.
@@ -429,14 +436,15 @@ def trace_outline_rows(*, trace: Trace, first_turn: int, turns: int) -> list[tup
 
 def trace_block_hits(*, trace: Trace, text: str, limit: int) -> list[tuple]:
     """The trace's blocks whose content matches `text` (full-text search), in stitched
-    order, at most `limit`: (id, turn, sub_type, number)."""
+    order, at most `limit`: (id, turn, sub_type, number, SearchHit: a piece of the
+    block around the first word searched)."""
     text = text.strip()
     if not text or NUL in text:
         return []
     rows = blocks_matching(text=text).filter(trace=trace, turn__isnull=False)
-    return list(
-        rows.order_by(*STITCHED_ORDER).values_list("id", "turn", "sub_type", "number")[:limit]
-    )
+    rows = with_snippet(rows, search_words(text)).order_by(*STITCHED_ORDER)
+    found = rows.values_list("id", "turn", "sub_type", "number", *SNIPPET_COLUMNS)[:limit]
+    return [(*row[:4], SearchHit.of(row[0], row[2], *row[4:])) for row in found]
 
 
 def block_get(*, trace: Trace, block_id: str) -> Block:

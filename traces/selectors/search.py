@@ -220,6 +220,12 @@ class SearchHit:
     cut_before: bool  # the piece starts after the block's beginning
     cut_after: bool  # and ends before its end
 
+    @classmethod
+    def of(cls, block_id: str, sub_type: str, piece: str, start: int, size: int) -> "SearchHit":
+        """From a block's id and sub type and its SNIPPET_COLUMNS (`with_snippet`)."""
+        cut_after = start - 1 + SNIPPET_CHARS < size
+        return cls(block_id, sub_type, piece or "", start > 1, cut_after)
+
 
 def search_words(text: str) -> list[str]:
     """The words a search looks for, as a snippet highlights them: a quoted phrase is
@@ -272,25 +278,25 @@ def search_hits(*, trace_ids: list[str], text: str) -> dict[str, SearchHit]:
     first = _first_hits(trace_ids=trace_ids, text=_unquoted(rest.strip()), errors_only=errors_only)
     if not first:
         return {}
-    at = StrIndex(Lower("payload"), Value(words[0].lower())) if words else Value(0)
-    start = Greatest(F("at") - SNIPPET_BEFORE, 1)
-    rows = (
-        Block.objects.filter(pk__in=first.values())
-        .annotate(at=at)
-        .annotate(start=start, size=Length("payload"))
-        .annotate(piece=Substr("payload", F("start"), SNIPPET_CHARS))
-        .values_list("trace_id", "id", "sub_type", "piece", "start", "size")
+    rows = with_snippet(Block.objects.filter(pk__in=first.values()), words).values_list(
+        "trace_id", "id", "sub_type", *SNIPPET_COLUMNS
     )
-    return {
-        trace_id: SearchHit(
-            block_id=block_id,
-            sub_type=sub_type,
-            piece=piece,
-            cut_before=start > 1,
-            cut_after=start - 1 + SNIPPET_CHARS < size,
-        )
-        for trace_id, block_id, sub_type, piece, start, size in rows
-    }
+    return {trace_id: SearchHit.of(*hit) for trace_id, *hit in rows}
+
+
+SNIPPET_COLUMNS = ("piece", "start", "size")
+
+
+def with_snippet(blocks: QuerySet[Block], words: list[str]) -> QuerySet[Block]:
+    """`blocks` with SNIPPET_COLUMNS: a piece of each one's stored text from a little
+    before the first of `words` (cut by the database: a huge block costs no transfer),
+    where it starts and the text's size."""
+    at = StrIndex(Lower("payload"), Value(words[0].lower())) if words else Value(0)
+    return (
+        blocks.annotate(at=at)
+        .annotate(start=Greatest(F("at") - SNIPPET_BEFORE, 1), size=Length("payload"))
+        .annotate(piece=Substr("payload", F("start"), SNIPPET_CHARS))
+    )
 
 
 def datasets_matching(*, datasets: QuerySet[Dataset], text: str) -> QuerySet[Dataset]:
