@@ -137,7 +137,8 @@ def test_without_javascript_the_notes_are_listed_with_their_block_and_text(
     notes = page_without_js.locator("#annotations .annotation")
     expect(notes).to_have_count(2)
     first = notes.nth(0)
-    expect(first.locator(f"a[href$='#{tool}']")).to_have_text(f"on block {tool[-6:]}")
+    number = Block.objects.get(pk=tool).number
+    expect(first.locator(f"a[href$='#{tool}']")).to_have_text(f"on block #{number}")
     expect(first.locator(".anchor-quote")).to_contain_text('"name": "Marie Curie"')
     expect(notes.nth(1).locator(".anchor-unplaced")).to_have_text("unresolvable")
     expect(notes.nth(1)).to_contain_text("on the trace")

@@ -74,6 +74,8 @@ def test_tagging_a_block_from_the_trace_page(member, runs):
     )
     assert response.status_code == 200 and response["X-Partial"] == "annotations"
     assert "msisdn made up" in response.content.decode()
+    # the note names its block by the number the page shows it with
+    assert f'#{call.pk}">on block #{call.number}</a>' in response.content.decode()
     note = Annotation.objects.get()
     assert (note.block_id, note.label.name, note.author.username) == (
         call.pk, "hallucinated argument", "member",

@@ -447,6 +447,14 @@ def trace_block_hits(*, trace: Trace, text: str, limit: int) -> list[tuple]:
     return [(*row[:4], SearchHit.of(row[0], row[2], *row[4:])) for row in found]
 
 
+def block_numbers(*, trace: Trace, block_ids: set[str]) -> dict[str, int | None]:
+    """The how-manieth block of the trace each of these is (Block.number): one query."""
+    if not block_ids:
+        return {}
+    rows = Block.objects.filter(trace=trace, pk__in=block_ids)
+    return dict(rows.values_list("id", "number"))
+
+
 def block_get(*, trace: Trace, block_id: str) -> Block:
     rows = Block.objects.filter(trace=trace, id=block_id)
     return first_or_not_found(rows, "block", "block_id", block_id)
