@@ -11,7 +11,7 @@ from django.http import QueryDict
 from django.urls import reverse
 
 from explorer.render.snippet import highlighted, snippet
-from explorer.templatetags.numbers import cost_text, duration_text, metadata_number
+from explorer.templatetags.numbers import cost_text, duration_text, metadata_number, tokens_text
 from explorer.templatetags.numbers import grouped as _grouped
 from traces import jsontext
 from traces.models import Trace
@@ -373,17 +373,6 @@ def histogram_bars(histogram: Histogram) -> dict[str, Any]:
 
 
 # --- the page ------------------------------------------------------------------------
-
-
-def tokens_text(trace: Trace) -> tuple[str, str]:
-    """The trace's tokens as the list shows them (the total, "" when unknown) and the
-    detail for its title."""
-    parts = (trace.input_tokens, trace.output_tokens)
-    if parts == (None, None):
-        return "", ""
-    shown = [f"{label} {_grouped(n)}" for label, n in zip(("in", "out"), parts, strict=True)
-             if n is not None]  # fmt: skip
-    return _grouped(sum(n for n in parts if n is not None)), ", ".join(shown)
 
 
 def usage_view(usage: UsageSummary) -> dict[str, Any]:

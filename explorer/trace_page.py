@@ -29,7 +29,7 @@ from explorer.render.json import json_html, pretty_json
 from explorer.render.markdown import markdown_block
 from explorer.render.snippet import highlighted, snippet
 from explorer.render.text import size_label, visible_text
-from explorer.templatetags.numbers import metadata_number
+from explorer.templatetags.numbers import cost_text, duration_text, metadata_number, tokens_text
 from traces import jsontext, kinds
 from traces.ingest.images import referenced_images
 from traces.models import Annotation, Trace
@@ -911,6 +911,21 @@ def outline_rows(rows: list[tuple]) -> list[OutlineRow]:
         reward = extra.get("reward") if isinstance(extra, dict) else None
         if reward is not None:
             entry.rewards.append(jsontext.dumps(reward)[:12])
+    return out
+
+
+def usage_stats(trace: Trace) -> list[tuple[str, str, str]]:
+    """The trace's usage figures for its head, as the trace list shows them: (value,
+    what it is, its detail on hover), for those the trace has."""
+    out = []
+    tokens, detail = tokens_text(trace)
+    if tokens:
+        out.append((tokens, "tokens", detail))
+    if trace.cost_usd is not None:
+        out.append((cost_text(trace.cost_usd), "cost", f"{trace.cost_usd!r} USD"))
+    if trace.duration_seconds is not None:
+        seconds = trace.duration_seconds
+        out.append((duration_text(seconds), "duration", f"{seconds!r} s"))
     return out
 
 

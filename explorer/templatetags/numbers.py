@@ -150,3 +150,14 @@ def metric(value: Any, key: Any) -> Any:
     """`{{ value|metric:key }}`: a metadata number read by its key; anything else as it is."""
     shown = metadata_number(key, value)
     return value if shown is None else shown
+
+
+def tokens_text(trace: Any) -> tuple[str, str]:
+    """The trace's tokens as the list shows them (the total, "" when unknown) and the
+    detail for its title."""
+    parts = (trace.input_tokens, trace.output_tokens)
+    if parts == (None, None):
+        return "", ""
+    shown = [f"{label} {grouped(n)}" for label, n in zip(("in", "out"), parts, strict=True)
+             if n is not None]  # fmt: skip
+    return grouped(sum(n for n in parts if n is not None)), ", ".join(shown)

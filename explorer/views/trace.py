@@ -131,6 +131,7 @@ def trace_page(request, trace_id: str):
         "list_suffix": listed.suffix,
         "counts": counts,
         "block_total": trace.block_count,
+        "usage": page.usage_stats(trace),
         "orphan_total": counts.orphans,
         "meta_items": page.meta_items(trace.metadata),
         "extra_items": page.meta_items(trace.extra),

@@ -156,3 +156,15 @@ def test_the_dataset_metadata_panel_rounds_numbers_with_the_exact_value_on_hover
     assert re.search(r'title="0.13041750000000002">\s*\$0.1304\s*</dd>', html)
     assert re.search(r'<dd class="value-number">\s*300\s*</dd>', html)
     assert re.search(r'title="123456">\s*123\u2009456\s*</dd>', html)
+
+
+def test_a_trace_head_shows_its_tokens_cost_and_duration_as_the_list_does(member_client, org):
+    """The trace page named no token count where the list had one (researcher review)."""
+    (trace,) = import_traces(org, "usage", [{"messages": chat("hi")}])
+    Trace.objects.filter(pk=trace.pk).update(
+        input_tokens=12000, output_tokens=345, cost_usd=0.01234, duration_seconds=75.5
+    )
+    html = member_client.get(f"/t/{trace.pk}/").content.decode()
+    stats = re.findall(r'<span class="stat usage" title="([^"]*)"><b>([^<]*)</b>', html)
+    assert [value for _, value in stats] == ["12\u2009345", "$0.0123", "1 min 16 s"]
+    assert stats[0][0] == "tokens: in 12\u2009000, out 345"
