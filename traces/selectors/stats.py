@@ -67,6 +67,11 @@ _EMPTY: dict = {}  # an empty `extra` (stored as the text {})
 # --- one number per dataset ----------------------------------------------------------
 
 
+def _succeeded(reward: str = "reward") -> Q:
+    """traces.rewards.succeeded in SQL, on the reward column `reward` names."""
+    return Q(**{f"{reward}__gte": SUCCESS, f"{reward}__lte": 2 - SUCCESS})
+
+
 def accuracy_of(
     *, successes: int, rewarded: int, lowest: float | None, highest: float | None
 ) -> float | None:
@@ -150,7 +155,7 @@ def reward_summary(
         mean=Avg("reward"),
         lowest=Min("reward"),
         highest=Max("reward"),
-        successes=Count("id", filter=Q(reward__gte=SUCCESS, reward__lte=2 - SUCCESS)),
+        successes=Count("id", filter=_succeeded()),
         non_binary=Count("id", filter=Q(reward__isnull=False) & ~Q(reward__in=[0.0, 1.0])),
         non_integer=Count("id", filter=Q(reward__isnull=False) & ~Q(reward=Floor(F("reward")))),
         latest=Max("updated_at"),
@@ -221,10 +226,7 @@ def datasets_with_stats(*, datasets: QuerySet[Dataset]) -> QuerySet[Dataset]:
             trace_count=Count("traces"),
             rewarded=Count("traces__reward"),
             mean_reward=Avg("traces__reward"),
-            successes=Count(
-                "traces__reward",
-                filter=Q(traces__reward__gte=SUCCESS, traces__reward__lte=2 - SUCCESS),
-            ),
+            successes=Count("traces__reward", filter=_succeeded("traces__reward")),
             reward_min=Min("traces__reward"),
             reward_max=Max("traces__reward"),
             last_update=Coalesce(Max("traces__updated_at"), F("updated_at")),
@@ -572,7 +574,7 @@ def rewards_by_key(
             count=Count("id"),
             rewarded=Count("reward"),
             mean=Avg("reward"),
-            successes=Count("id", filter=Q(reward__gte=SUCCESS, reward__lte=2 - SUCCESS)),
+            successes=Count("id", filter=_succeeded()),
         )
     )
     found = list(rows)
