@@ -44,19 +44,20 @@ def trace_from_value(
         if value.get("metadata") is not None:
             metadata = dict(value["metadata"])
         extra = dict(value.get("extra") or {})
+        taken = set(TURNED_INTO_BLOCKS)
         given = value.get("usage")
         if isinstance(given, dict) and given and set(given) <= USAGE:  # an export's figures
             usage = Usage.of(**given)
-            value = {key: kept for key, kept in value.items() if key != "usage"}
+            taken.add("usage")
         # A top-level name is the trace's name (as exports write it), not metadata.
         if isinstance(value.get("name"), str) and "name" not in metadata:
             name = value["name"]
-            value = {key: kept for key, kept in value.items() if key != "name"}
+            taken.add("name")
         # Nothing is dropped (DESIGN.md "imports keep real logs whole"): every other key
         # goes to the metadata (`reward` there is the trace's reward), unless the
         # metadata object has one of that name.
         for key, kept in value.items():
-            if key not in TURNED_INTO_BLOCKS and kept is not None:
+            if key not in taken and kept is not None:
                 metadata.setdefault(key, kept)
     elif isinstance(value, list):
         items = value

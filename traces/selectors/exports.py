@@ -122,9 +122,9 @@ def dataset_export_lines(
         line: dict[str, Any] = {"name": trace.name, "metadata": trace.metadata}
         if trace.extra:
             line["extra"] = trace.extra
-        usage = {column: getattr(trace, column) for column in USAGE_COLUMNS}
-        if any(value is not None for value in usage.values()):
-            line["usage"] = {key: value for key, value in usage.items() if value is not None}
+        usage = {c: getattr(trace, c) for c in USAGE_COLUMNS if getattr(trace, c) is not None}
+        if usage:
+            line["usage"] = usage
         if fmt == "chat":
             line["messages"] = trace_events(trace=trace)
         else:
