@@ -56,8 +56,7 @@ from traces.models import (
 )
 from traces.selectors.search import traces_matching
 from traces.services.imports import FLUSH_ROWS, trace_import
-from traces.services.search_index import BATCH as SEARCH_BATCH
-from traces.services.search_index import search_index_build
+from traces.services.search_index import search_index_drain
 from traces.validation import reward_of
 
 HELP = "import a synthetic JSONL with trace_import and compare with the bulk-write floor"
@@ -146,7 +145,7 @@ def run(options: Mapping[str, Any], log: Callable[[str], None]) -> str:
             searched = time.perf_counter() - started
             if connection.vendor == "postgresql":
                 log("search worker: search_index_build until the queue is empty ...")
-                indexed = in_child("index", drain_search_queue)
+                indexed = in_child("index", search_index_drain)
             long_mb = options.get("long_trace_mb", 0.0) or 0.0
             if long_mb > 0:
                 long = generate_long_trace(
@@ -163,14 +162,6 @@ def run(options: Mapping[str, Any], log: Callable[[str], None]) -> str:
             delete_organization_rows(organization)
     rendered = _render(generated, imported, floor, long_result, found)
     return rendered + _render_search_built_later(imported, floor, searched, indexed, found)
-
-
-def drain_search_queue() -> int:
-    """What the search worker does after an import: index every queued trace."""
-    total = 0
-    while done := search_index_build(limit=SEARCH_BATCH):
-        total += done
-    return total
 
 
 def _render_search_built_later(

@@ -78,7 +78,7 @@ from traces.selectors.stats import (
 )
 from traces.services.datasets import dataset_get_or_create
 from traces.services.organizations import organization_get_or_create
-from traces.services.search_index import BATCH, search_index_build
+from traces.services.search_index import search_index_drain
 
 HELP = "trace page, dataset page and dataset search against SQL floors (PostgreSQL targets)"
 TARGET_TRACE_RATIO = 3.0
@@ -737,8 +737,7 @@ def run(options: Mapping[str, Any], log: Callable[[str], None]) -> str:
                     ),
                 )
         log("search worker: indexing what was written ...")
-        while search_index_build(limit=BATCH):
-            pass
+        search_index_drain()
         log("VACUUM (ANALYZE) ...")
         vacuum_started = time.perf_counter()
         _vacuum()

@@ -25,7 +25,7 @@ from traces.selectors.stats import (
     with_first_user_message,
 )
 from traces.services.annotations import block_extra_update, trace_extra_update
-from traces.services.search_index import BATCH, search_index_build
+from traces.services.search_index import search_index_drain
 
 
 @pytest.fixture
@@ -267,8 +267,7 @@ def test_dataset_stats_are_not_multiplied_by_memberships(org, rival_org):
 
 @pytest.mark.postgres  # the GIN index is PostgreSQL's
 def test_full_text_search_uses_the_gin_index(tasks_dataset):
-    while search_index_build(limit=BATCH):  # the search worker has indexed the traces
-        pass
+    search_index_drain()  # the search worker has indexed the traces
     traces = tasks_dataset.traces.all()
     assert traces_matching(traces=traces, text="book flight").count() == 6
     assert traces_matching(traces=traces, text="Task A").count() == 3

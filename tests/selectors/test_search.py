@@ -11,7 +11,7 @@ from tests.conftest import as_file
 from traces.models import Dataset, Trace
 from traces.selectors.search import traces_matching
 from traces.services.imports import trace_import
-from traces.services.search_index import BATCH, search_index_build
+from traces.services.search_index import search_index_drain
 
 
 def _import(org, words: list[str], events: int = 1):
@@ -44,8 +44,7 @@ def test_a_dataset_search_reads_the_text_index(org):
         pytest.skip("SQLite has no text index: its search scans")
     # The shape that made the planner walk the traces: many traces of many blocks.
     dataset = _import(org, [f"word{n}" for n in range(600)], events=30)
-    while search_index_build(limit=BATCH):  # the worker (migration 0019) has run
-        pass
+    search_index_drain()  # the worker (migration 0019) has run
     # Planned with the statistics the import leaves (traces.services.imports: ANALYZE of
     # the key columns, none of the text index's expression).
     traces = Trace.objects.filter(dataset=Dataset.objects.get(pk=dataset.pk))

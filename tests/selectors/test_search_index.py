@@ -18,16 +18,13 @@ from traces.selectors.blocks import trace_block_hits
 from traces.selectors.search import search_hits, traces_matching
 from traces.services.blocks import BlockInput, block_create
 from traces.services.deletion import trace_delete
-from traces.services.search_index import search_index_build
+from traces.services.search_index import search_index_build, search_index_drain
 
 pg_only = pytest.mark.postgres
 
 
 def drain() -> int:
-    total = 0
-    while done := search_index_build(limit=2):
-        total += done
-    return total
+    return search_index_drain(batch=2)  # small batches: several transactions
 
 
 def found(traces, text: str) -> dict:

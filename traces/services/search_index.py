@@ -51,3 +51,12 @@ def search_index_build(*, limit: int) -> int:
         # through, and the planner, counting on that, passed the index by.
         cursor.execute("SELECT gin_clean_pending_list(%s::regclass)", [SEARCH_INDEX])
     return len(trace_ids)
+
+
+def search_index_drain(*, batch: int = BATCH) -> int:
+    """Index every queued trace, `batch` a transaction (what `search_worker --once` does
+    while no writer adds more); how many."""
+    total = 0
+    while done := search_index_build(limit=batch):
+        total += done
+    return total
