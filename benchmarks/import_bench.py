@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from django.conf import settings
 from django.db import connection, connections, transaction
 from django.test.utils import override_settings
 from django.utils import timezone
@@ -42,6 +43,7 @@ from django.utils import timezone
 from benchmarks.realruns import DEFAULT_DATA, Generated, generate_long_trace, generate_real
 from traces import ids, jsontext
 from traces.bulk import BLOCK_COLUMNS, TRACE_COLUMNS, adapt_datetime, insert_rows
+from traces.forked import status_bytes
 from traces.models import (
     Annotation,
     ApiKey,
@@ -214,12 +216,14 @@ def search_finds(path: Path, organization: Organization, dataset_name: str) -> s
     return f"{'yes' if traces_matching(traces=traces, text=word).exists() else 'NO'} ({word!r})"
 
 
-def timed_import(path: Path, organization: Organization, dataset_name: str) -> int:
+def timed_import(path: Path, organization: Organization, dataset_name: str) -> tuple[int, int]:
+    """The blocks imported, and how much the processes that read parts of the file
+    (settings.IMPORT_WORKERS) grew by at most: they run beside this one."""
     with open(path, "rb") as stream:
         result = trace_import(
             organization=organization, dataset_name=dataset_name, files=[(path.name, stream)]
         )
-    return result.blocks
+    return result.blocks, result.part_peak_growth
 
 
 def floor_rows(
@@ -349,8 +353,10 @@ def raw_floor(path: Path, dataset: Dataset) -> int:
     )
 
 
-def in_child(name: str, work: Callable[[], int]) -> Phase:
-    """Run `work` in a forked child; it reports (seconds, blocks, peak growth)."""
+def in_child(name: str, work: Callable[[], int | tuple[int, int]]) -> Phase:
+    """Run `work` in a forked child; it reports (seconds, blocks, peak growth). `work`
+    returns the blocks, or the blocks and the peak growth of processes of its own that
+    ran beside it (bytes), added to the child's."""
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
     connections.close_all()
@@ -400,19 +406,21 @@ def _forget_inherited_connections() -> None:
         conn.closed_in_transaction = False
 
 
-def _child(work: Callable[[], int], sender: Connection) -> None:
+def _child(work: Callable[[], int | tuple[int, int]], sender: Connection) -> None:
     _forget_inherited_connections()
     try:
         baseline = _reset_peak()
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-        started, cpu = time.perf_counter(), time.process_time()
+        started, cpu = time.perf_counter(), _cpu_seconds()
         # Django's query log (on with DEBUG, which benchmarks run with) keeps each query's
         # SQL: an import's 85 duplicate checks of 500 hashes took 2.9 MB of 1 GB's growth,
         # which a server (DEBUG off) never keeps.
         with override_settings(DEBUG=False):
-            blocks = work()
-        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
-        sender.send(("ok", seconds, blocks, (_peak() - baseline) / MB, cpu, load))
+            done = work()
+        seconds, cpu = time.perf_counter() - started, _cpu_seconds() - cpu
+        blocks, beside = done if isinstance(done, tuple) else (done, 0)
+        growth = (_peak() - baseline + beside) / MB
+        sender.send(("ok", seconds, blocks, growth, cpu, load))
     except BaseException:
         sender.send(("error", traceback.format_exc()))
     finally:
@@ -420,15 +428,11 @@ def _child(work: Callable[[], int], sender: Connection) -> None:
         sender.close()
 
 
-def _status_bytes(key: str) -> int | None:
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
+def _cpu_seconds() -> float:
+    """CPU of this process and of the children it has waited for (an import's part
+    readers), user and system."""
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
 
 
 def _reset_peak() -> int:
@@ -438,12 +442,12 @@ def _reset_peak() -> int:
             clear.write("5")
     except OSError:
         pass
-    rss = _status_bytes("VmRSS")
+    rss = status_bytes("VmRSS")
     return rss if rss is not None else _maxrss()
 
 
 def _peak() -> int:
-    peak = _status_bytes("VmHWM")
+    peak = status_bytes("VmHWM")
     return peak if peak is not None else _maxrss()
 
 
@@ -489,9 +493,13 @@ def _render(
         f"(largest trace {largest:.2f} MB), database {vendor}",
         f"floor: orjson parse of every line + {bulk} of the same rows into tables with no "
         "index, constraint or trigger, in this run",
+        f"import: trace_import, the file read by up to {settings.IMPORT_WORKERS} processes "
+        "at once (IMPORT_WORKERS), then one transaction; the floor: one process",
         "peak memory: growth of the peak RSS (VmHWM of /proc, reset at start) of a forked "
-        "child that runs the phase, Django's query log off",
-        "CPU: seconds of CPU of the child process (on PostgreSQL without the server's); "
+        "child that runs the phase, plus that of the processes that read parts of the file "
+        "beside it (settings.IMPORT_WORKERS), Django's query log off",
+        "CPU: seconds of CPU of the child process and of the processes it forked (on "
+        "PostgreSQL without the server's); "
         "load: the 1-minute load average when the phase began "
         f"({os.cpu_count()} CPUs)",
         f"{'phase':<8}{'seconds':>10}{'blocks':>10}{'blocks/s':>12}{'peak memory growth':>21}"

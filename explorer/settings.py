@@ -215,6 +215,9 @@ FILE_UPLOAD_HANDLERS = ["explorer.upload_files.SharedTempFileUploadHandler"]
 # Where uploads and an import's spools (traces/spool.py) are written: a disk with room
 # for the largest upload (the system's temporary folder, TMPDIR, when unset).
 FILE_UPLOAD_TEMP_DIR = env_str("FILE_UPLOAD_TEMP_DIR", "") or None
+# Processes that read a large JSON Lines upload at once, each a part of it (1: the
+# importing process alone). By default one a core, at most 4.
+IMPORT_WORKERS = env_positive_int("IMPORT_WORKERS", min(os.cpu_count() or 1, 4))
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_positive_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 32 * 1024 * 1024)
 # Invariant Explorer's /api/v1: an append converts and places the whole trace again under
 # its row lock, so a trace holds at most this many events, and one append adds at most so

@@ -55,9 +55,14 @@ class RecordSpool:
             pickle.dump(self._batch, self.file, protocol=5)
             self._batch, self._batch_bytes = [], 0
 
-    def __iter__(self) -> Iterator[tuple]:
+    def flush(self) -> None:
+        """Every record into the file: another process may read them from there (the
+        one that shares the file: traces/services/imports.py's parts)."""
         self._dump()
         self.file.flush()
+
+    def __iter__(self) -> Iterator[tuple]:
+        self.flush()
         self.file.seek(0)
         left = self.count
         while left:

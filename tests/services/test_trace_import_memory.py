@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.import_bench import in_child
+from traces.services import imports
 from traces.services.imports import trace_import
 
 MB = 1_000_000
@@ -30,16 +31,23 @@ def one_long_line(path: Path, size: int) -> Path:
 
 
 def many_small_traces(path: Path, size: int) -> Path:
-    line = json.dumps({"messages": [{"role": "user", "content": "q" * 900}]}) + "\n"
-    path.write_text(line * (size // len(line)))
+    """Traces of one short message each, every one different: a duplicate is listed in
+    the import's result (`skipped`), which grows with them."""
+    line = json.dumps({"messages": [{"role": "user", "content": "q" * 900 + "%08d"}]}) + "\n"
+    with path.open("w") as out:
+        for n in range(size // len(line)):
+            out.write(line % n)
     return path
 
 
 def peak_growth_mb(org, path: Path) -> float:
-    def work() -> int:
+    """Of the importing process and of those that read parts of the file beside it."""
+
+    def work() -> tuple[int, int]:
         with path.open("rb") as stream:
             files = [(path.name, stream)]
-            return trace_import(organization=org, dataset_name=path.stem, files=files).blocks
+            result = trace_import(organization=org, dataset_name=path.stem, files=files)
+            return result.blocks, result.part_peak_growth
 
     return in_child(path.stem, work).peak_growth_mb
 
@@ -54,10 +62,23 @@ def test_a_long_line_takes_about_twice_its_size(org, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_memory_is_flat_with_the_number_of_traces(org, tmp_path):
+def test_memory_is_flat_with_the_number_of_traces(org, tmp_path, settings, monkeypatch):
+    # Both read in two parts at once, so that only the size differs.
+    settings.IMPORT_WORKERS = 2
+    monkeypatch.setattr(imports, "PART_MIN_BYTES", 1 * MB)
     small = peak_growth_mb(org, many_small_traces(tmp_path / "small.jsonl", 5 * MB))
     large = peak_growth_mb(org, many_small_traces(tmp_path / "large.jsonl", 40 * MB))
     assert large <= small + 10, (small, large)
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_the_memory_of_a_file_read_in_parts_is_counted(org, tmp_path, settings):
+    settings.IMPORT_WORKERS = 2
+    path = many_small_traces(tmp_path / "parts.jsonl", 20 * MB)
+    with path.open("rb") as stream:
+        result = trace_import(organization=org, dataset_name="parts", files=[("p", stream)])
+    assert result.part_peak_growth > 0
 
 
 def small_events(size: int) -> list[dict]:

@@ -12,6 +12,7 @@ Two phases, so that no upload holds the database's write lock while it is read:
 """
 
 import hashlib
+import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from traces import ids, jsontext
+from traces import forked, ids, jsontext
 from traces.bulk import (
     BLOCK_COLUMNS,
     PLACE_COLUMNS,
@@ -48,6 +49,7 @@ from traces.ingest.failure import (
     failure_step,
     mark_failure,
 )
+from traces.ingest.parts import Part, count_lines_before, cut, file_size, reopen
 from traces.ingest.types import USAGE_COLUMNS, DatasetMetadata, FormatProblem, TraceDraft
 from traces.models import Annotation, Block, Dataset, Image, Label, Organization, Trace, TraceImage
 from traces.order import Placer
@@ -64,6 +66,8 @@ from traces.services.datasets import (
 from traces.spool import KeySpool, RecordSpool, RowSpool
 from traces.trials import trace_task_trial
 from traces.validation import check_accuracy, check_rewards
+
+logger = logging.getLogger(__name__)
 
 MAX_PROBLEMS = 1000
 # What a trace named by its file leaves out of the name (a SWE-agent run's `.traj`).
@@ -91,6 +95,9 @@ class ImportResult:
     # is kept) or SKIPPED_IN_UPLOAD (the files do not all give it the same value: it went
     # to the traces of each file named).
     metadata_kept: list[dict[str, Any]] = field(default_factory=list)
+    # The most that a process reading a part of a large file grew by (bytes), beside
+    # the importing process (benchmarks/import_bench.py adds it).
+    part_peak_growth: int = 0
 
 
 # Why a duplicate was left out: the dataset had it before, or an earlier file or trace
@@ -132,21 +139,26 @@ class _Spool:
         hashes: Iterable[str] = (),
         allow_duplicates: bool = False,
         name_taken: Callable[[str], bool] = lambda name: False,
+        part_of: "_Spool | None" = None,
     ) -> None:
+        """`part_of`: this spool takes the rows of one part of a file that another process
+        reads (`_read_parts`), for that spool to `take` when the part is read: it keeps
+        every trace, duplicates included, since only that spool knows which are."""
+        self.is_part = part_of is not None
         # The content hashes of the traces the dataset has, and of those this upload
         # writes, once each: on disk, since they grow with the dataset and the upload
         # (none kept when duplicates are allowed: nothing asks for them then).
-        self.dataset_hashes = KeySpool()
-        self.upload_hashes = KeySpool()
-        if not allow_duplicates:
+        self.dataset_hashes = None if self.is_part else KeySpool()
+        self.upload_hashes = None if self.is_part else KeySpool()
+        if not allow_duplicates and self.dataset_hashes is not None:
             self.dataset_hashes.update(hashes)
-        self.allow_duplicates = allow_duplicates
+        self.allow_duplicates = allow_duplicates or self.is_part
         # Whether the dataset has a trace of that name; the names given to the traces that
         # asked for a unique one (TraceDraft.unique_name) in this upload.
         self.name_taken = name_taken
         self.unique_names: set[str] = set()
         self.skipped: list[dict[str, Any]] = []  # where each duplicate left out was
-        self.now = timezone.now()
+        self.now = timezone.now() if part_of is None else part_of.now
         self.stamp = adapt_datetime(self.now)
         self.traces = RecordSpool()
         self.blocks = RowSpool(Block._meta.db_table, (*BLOCK_COLUMNS, *PLACE_COLUMNS))
@@ -168,11 +180,92 @@ class _Spool:
         # Failure attributions (few): (trace id, its block id or None, comment) each, tagged
         # with the dataset's failure label when written (traces/ingest/failure.py).
         self.failures: list[tuple[str, str | None, str]] = []
+        # The parts of files other processes read, once taken: their blocks are written
+        # from their own spools.
+        self.parts: list[_Spool] = []
+        self.part_peak_growth = 0
+
+    @property
+    def block_count(self) -> int:
+        """The blocks to write: this spool's and its parts'."""
+        return self.blocks.count + sum(part.blocks.count for part in self.parts)
 
     def close(self) -> None:
         spools = (self.traces, self.blocks, self.images, self.links)
-        for spool in (*spools, self.dataset_hashes, self.upload_hashes):
-            spool.close()
+        for spool in (*spools, self.dataset_hashes, self.upload_hashes, *self.parts):
+            if spool is not None:
+                spool.close()
+
+    def part(self) -> "_Spool":
+        """A spool for one part of the file being read (see `__init__`)."""
+        part = _Spool(part_of=self)
+        part.file = self.file
+        return part
+
+    def state(self) -> dict[str, Any]:
+        """What a part's reader found besides the rows in its files, for the spool made
+        before the fork, in the parent, to `restore`; its rows flushed to its files."""
+        for records in (self.traces, self.blocks.records, self.images, self.links):
+            records.flush()
+        return {
+            "counts": (self.traces.count, self.blocks.count, self.blocks.records.count,
+                       self.images.count, self.links.count),
+            "error_blocks": self.error_blocks, "trace_errors": self.trace_errors,
+            "failures": self.failures,
+        }  # fmt: skip
+
+    def restore(self, state: dict[str, Any]) -> None:
+        (self.traces.count, self.blocks.count, self.blocks.records.count, self.images.count,
+         self.links.count) = state["counts"]  # fmt: skip
+        self.error_blocks = state["error_blocks"]
+        self.trace_errors = state["trace_errors"]
+        self.failures = state["failures"]
+
+    def take(self, part: "_Spool", *, file_name: str, trace_offset: int) -> None:
+        """The traces of a part read (the next of the file), as if this spool had read
+        them: duplicates left out as `trace` leaves them out, in the same order; their
+        lines' traces numbered on from `trace_offset`."""
+        # The traces left out (few, but for an upload of what the dataset has): a set of
+        # those kept would grow with the upload.
+        left_out = part.blocks.left_out
+        left_out_blocks = 0
+        for record in part.traces:
+            trace_id, blocks, content_hash, (location, name) = (
+                record[0], record[5], record[6], record[10]
+            )  # fmt: skip
+            if not self.allow_duplicates:
+                if content_hash in self.upload_hashes or content_hash in self.dataset_hashes:
+                    reason = (
+                        SKIPPED_IN_UPLOAD if content_hash in self.upload_hashes
+                        else SKIPPED_IN_DATASET
+                    )  # fmt: skip
+                    left_out.add(trace_id)
+                    left_out_blocks += blocks
+                    self.skipped.append({
+                        "file": file_name, **shift_trace(location, trace_offset),
+                        "name": name, "reason": reason,
+                    })  # fmt: skip
+                    continue
+                self.upload_hashes.add(content_hash)
+            self.traces.add(record, len(record[2]) + len(record[3]))
+        part.blocks.count -= left_out_blocks
+        at = 0  # a trace's tool errors follow each other, in the order of trace_errors
+        for trace_id, count in part.trace_errors.items():
+            if trace_id not in left_out:
+                self.error_blocks += part.error_blocks[at : at + count]
+                self.trace_errors[trace_id] = count
+            at += count
+        self.failures += [failure for failure in part.failures if failure[0] not in left_out]
+        shown: set[str] = set()
+        for trace_id, sha in part.links:
+            if trace_id not in left_out:
+                shown.add(sha)
+                self.links.add((trace_id, sha))
+        for sha, mime_type, data in part.images:
+            if sha in shown and sha not in self.image_shas:
+                self.image_shas.add(sha)
+                self.images.add((sha, mime_type, data), len(data))
+        self.parts.append(part)
 
     def block(
         self, trace: "_TraceState", b: BlockDraft, block_id: str, parent_id: str | None
@@ -251,7 +344,8 @@ class _Spool:
         self.traces.add(
             (trace_id, name[:500], metadata_text, extra_text,
              trace_reward(extra=draft.extra, metadata=metadata), trace.blocks, content_hash,
-             jsontext.dumps(trace.placer.counts), (*draft.usage.row(), task, trial), self.file),
+             jsontext.dumps(trace.placer.counts), (*draft.usage.row(), task, trial), self.file,
+            (draft.location, trace.name)),
             len(metadata_text) + len(extra_text),
         )  # fmt: skip
         for sha, image in converted.images.items():
@@ -342,7 +436,7 @@ class _Spool:
              blocks, now, now, content_hash, counts, *derived, new_uuid())
             for n, (
                 trace_id, name, metadata, extra, reward, blocks, content_hash, counts, derived,
-                file,
+                file, _origin,
             ) in enumerate(self.traces)
         )  # fmt: skip
         # derived: the usage figures, then the task and trial (traces/trials.py)
@@ -355,6 +449,8 @@ class _Spool:
         # `parents`, a block array's `block_ids`), so the per-row check is not needed.
         with parents_made_in_trace():
             self.blocks.insert()
+            for part in self.parts:
+                part.blocks.insert()
         self._write_errors()
         self._write_failures(dataset)
         image_ids = self._write_images(dataset.organization_id)
@@ -638,10 +734,36 @@ def _import_file(
         problems.add(_with_file(problem(exc.location, exc.message, rule=exc.rule), name))
         return
     formats[name] = fmt.name
+    parts = _parts(fmt, stream)
+    if parts is None:
+        found_any = _read_items(
+            fmt.read(stream), name=name, stream=stream, spool=spool, problems=problems,
+            limits=limits, progress=progress,
+        )  # fmt: skip
+    else:
+        found_any = _read_parts(
+            fmt, parts, name=name, stream=stream, spool=spool, problems=problems,
+            limits=limits, progress=progress,
+        )  # fmt: skip
+    if not found_any and not problems.full:
+        problems.add(_with_file(problem({}, "the file holds no trace", rule="non_empty"), name))
+
+
+def _read_items(
+    items: Iterable[Any],
+    *,
+    name: str,
+    stream: BinaryIO,
+    spool: _Spool,
+    problems: _Problems,
+    limits: Limits,
+    progress: Callable[[int], None] | None,
+) -> bool:
+    """Spool every trace the format reads; whether it read anything."""
     found_any = False
-    last_pos = 0
+    last_pos = stream.tell()
     try:
-        for item in fmt.read(stream):
+        for item in items:
             found_any = True
             if isinstance(item, FormatProblem):
                 problems.add(_with_file(problem(item.location, item.message, rule=item.rule), name))
@@ -662,15 +784,141 @@ def _import_file(
                 progress(pos - last_pos)
                 last_pos = pos
             if problems.full:
-                return
+                return found_any
     except RecursionError:
         problems.add(
             _with_file(problem({}, "JSON nested too deeply to import", rule="depth"), name)
         )
     except (ValueError, UnicodeDecodeError) as exc:  # a parser error mid-stream
         problems.add(_with_file(problem({}, f"invalid JSON: {exc}", rule="json"), name))
-    if not found_any:
-        problems.add(_with_file(problem({}, "the file holds no trace", rule="non_empty"), name))
+    return found_any
+
+
+def _parts(fmt: Any, stream: BinaryIO) -> list[Part] | None:
+    """The parts a large file of independent lines is read in, one process each (the
+    import's CPU-bound half, on as many cores as settings.IMPORT_WORKERS allows); None
+    to read it whole here."""
+    workers = settings.IMPORT_WORKERS
+    if workers < 2 or not getattr(fmt, "splittable", False) or not forked.can_fork():
+        return None
+    size = file_size(stream)
+    if size is None or size < 2 * PART_MIN_BYTES:
+        return None
+    parts = cut(stream, size=size, parts=min(workers, size // PART_MIN_BYTES))
+    return parts if len(parts) > 1 else None
+
+
+# A file is cut in parts of at least this size: below it, a process of its own costs
+# more than it saves.
+PART_MIN_BYTES = 8 << 20
+
+
+@dataclass
+class _PartRead:
+    """What the reader of a part found, besides the rows in its spool's files."""
+
+    found_any: bool
+    traces: int  # the traces its lines hold (the next part numbers its traces on from it)
+    problems: list[dict[str, Any]]
+    problem_count: int
+    state: dict[str, Any]
+    peak_growth: int = 0  # bytes the reader's process grew by, at most
+
+
+def _read_part(
+    fmt: Any,
+    part: Part,
+    *,
+    name: str,
+    stream: BinaryIO,
+    spool: _Spool,
+    limits: Limits,
+    in_child: bool = True,
+) -> _PartRead:
+    """Read one part of the file into `spool` (a part spool), from a file of its own."""
+    peak = forked.PeakGrowth() if in_child else None
+    problems = _Problems()
+    with reopen(stream) as own:
+        part.first_line = count_lines_before(own, part.start)
+        own.seek(part.start)
+        found_any = _read_items(
+            fmt.read(own, part), name=name, stream=own, spool=spool, problems=problems,
+            limits=limits, progress=None,
+        )  # fmt: skip
+    state = spool.state()
+    growth = 0 if peak is None else peak.bytes()
+    return _PartRead(found_any, part.traces, problems.items, problems.count, state, growth)
+
+
+def _read_parts(
+    fmt: Any,
+    parts: list[Part],
+    *,
+    name: str,
+    stream: BinaryIO,
+    spool: _Spool,
+    problems: _Problems,
+    limits: Limits,
+    progress: Callable[[int], None] | None,
+) -> bool:
+    """The file's first part read here while a forked child reads each other part into a
+    spool of its own (made here, before the fork: the files are shared); then each part
+    taken in order, as if read here. A child that fails is replaced by a read here."""
+    readers: list[tuple[Part, _Spool, forked.Forked | None]] = []
+    try:
+        for part in parts[1:]:
+            part_spool = spool.part()
+            readers.append((part, part_spool, forked.Forked(
+                lambda part=part, part_spool=part_spool: _read_part(
+                    fmt, part, name=name, stream=stream, spool=part_spool, limits=limits
+                )
+            )))  # fmt: skip
+        stream.seek(0)
+        found_any = _read_items(
+            fmt.read(stream, parts[0]), name=name, stream=stream, spool=spool,
+            problems=problems, limits=limits, progress=progress,
+        )  # fmt: skip
+        offset = parts[0].traces
+        for n, (part, part_spool, child) in enumerate(readers):
+            try:
+                read = child.result()
+                part_spool.restore(read.state)
+            except forked.ChildFailed as exc:
+                logger.warning("a part reader failed, the part is read again here: %s", exc)
+                part_spool.close()
+                part_spool = spool.part()
+                readers[n] = (part, part_spool, None)
+                read = _read_part(
+                    fmt, part, name=name, stream=stream, spool=part_spool, limits=limits,
+                    in_child=False,
+                )  # fmt: skip
+            spool.part_peak_growth = max(spool.part_peak_growth, read.peak_growth)
+            for found in read.problems:
+                problems.add(shift_trace(found, offset))
+            problems.count += read.problem_count - len(read.problems)
+            if not problems.count:
+                spool.take(part_spool, file_name=name, trace_offset=offset)
+            else:
+                part_spool.close()
+            offset += read.traces
+            found_any = found_any or read.found_any
+            if progress is not None:
+                progress(part.end - part.start)
+    except BaseException:
+        for _, part_spool, child in readers:
+            if child is not None:
+                child.stop()
+            part_spool.close()
+        raise
+    return found_any
+
+
+def shift_trace(location: dict[str, Any], offset: int) -> dict[str, Any]:
+    """A location (of a problem, of a trace left out) in a part of a file, with its
+    trace numbered in the whole file."""
+    if offset and isinstance(location.get("trace"), int):
+        return {**location, "trace": location["trace"] + offset}
+    return location
 
 
 def _dataset_has_name(
@@ -793,7 +1041,7 @@ def trace_import(
             spool.file += 1
             spool.file_names.append(name)
             spool.file_metadata.append({})
-            before = (spool.traces.count, spool.blocks.count, len(spool.skipped))
+            before = (spool.traces.count, spool.block_count, len(spool.skipped))
             _import_file(
                 name, stream, spool=spool, problems=problems, formats=formats,
                 limits=limits, progress=progress,
@@ -801,7 +1049,7 @@ def trace_import(
             files_read.append({
                 "file": name, "format": formats.get(name, ""),
                 "traces": spool.traces.count - before[0],
-                "blocks": spool.blocks.count - before[1],
+                "blocks": spool.block_count - before[1],
                 "skipped": len(spool.skipped) - before[2],
             })  # fmt: skip
         if problems.count:
@@ -814,7 +1062,7 @@ def trace_import(
             _refuse_traces_written_meanwhile(dataset=dataset, hashes=spool.upload_hashes)
             spool.settle_metadata()
             spool.write(dataset=dataset, first_index=dataset_lock_next_index(dataset=dataset))
-            _refresh_statistics(spool.blocks.count)
+            _refresh_statistics(spool.block_count)
             brought = spool.dataset_metadata
             first_giver = {}
             for n, own in enumerate(spool.file_metadata):
@@ -830,7 +1078,8 @@ def trace_import(
     return ImportResult(
         dataset=dataset,
         traces=spool.traces.count,
-        blocks=spool.blocks.count,
+        blocks=spool.block_count,
+        part_peak_growth=spool.part_peak_growth,
         images=len(spool.image_shas),
         seconds=time.perf_counter() - started,
         formats=formats,

@@ -9,6 +9,7 @@ import ijson
 from traces import jsontext
 from traces.ingest import streamed
 from traces.ingest.lines import Bounded, line_end
+from traces.ingest.parts import Part
 from traces.ingest.traces_in import trace_from_value
 from traces.ingest.types import Adapter, DatasetMetadata, FormatProblem, Item, Sniff
 
@@ -77,13 +78,19 @@ def _long_line(stream: BinaryIO, start: int, line_no: int) -> Iterator[tuple[int
     stream.seek(end)
 
 
-def _lines(stream: BinaryIO) -> Iterator[tuple[int, Any, dict[str, Any]]]:
+def _lines(
+    stream: BinaryIO, part: Part | None = None
+) -> Iterator[tuple[int, Any, dict[str, Any]]]:
     """(line number, its JSON value or the JsonError saying why it has none, what is known
     of its bytes: TraceDraft's `depth` and `images_possible`), for every line that is not
-    blank. A line is dropped once parsed, before the value is given."""
-    line_no = 0
+    blank, from the stream's position to the end of the stream or of the `part`. A line
+    is dropped once parsed, before the value is given."""
+    line_no = 0 if part is None else part.first_line - 1
+    end = None if part is None else part.end
     while True:
         start = stream.tell()
+        if end is not None and start >= end:
+            return
         line = stream.readline(LONG_LINE)
         if not line:
             return
@@ -106,16 +113,25 @@ def _lines(stream: BinaryIO) -> Iterator[tuple[int, Any, dict[str, Any]]]:
 
 
 class JsonLines(Adapter):
+    # Its lines are traces of their own: a large file is read in parts at once
+    # (traces/ingest/parts.py).
+    splittable = True
+
     def detect(self, sniff: Sniff) -> bool:
         # Detection parsed the file: more than one top-level value. One value, even a
         # one-line one, is read by its own format (json_object, json_array...).
         return sniff.multiple
 
-    def read(self, stream: BinaryIO) -> Iterator[Item]:
+    def read(self, stream: BinaryIO, part: Part | None = None) -> Iterator[Item]:
+        """Every item of the file, or of the `part` of it that the stream is at the
+        start of: then its lines and traces are numbered from the part's first, and
+        `part.traces` counts the traces read."""
         trace_index = 0
+        if part is not None:
+            part.traces = 0
         # Memory: a trace is dropped once the importer is done with it, before the next
         # line is read (a 40 MB line must not be held twice).
-        for line_no, value, known in _lines(stream):
+        for line_no, value, known in _lines(stream, part):
             where = {"line": line_no}
             if isinstance(value, jsontext.JsonError):
                 rule = "max_depth" if isinstance(value, jsontext.JsonTooDeep) else "json"
@@ -141,6 +157,8 @@ class JsonLines(Adapter):
             yield trace
             trace = None
             trace_index += 1
+            if part is not None:
+                part.traces = trace_index
 
 
 FORMAT = JsonLines(

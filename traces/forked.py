@@ -1,0 +1,120 @@
+"""Work done in a forked child process at the same time as the caller's own: the part
+of a large upload another core reads (traces/services/imports.py).
+
+The child inherits the parent's memory and open files, and must leave the parent's
+alone: it touches no database connection (its sockets are the parent's), runs no
+exit handler, finalizes nothing, and leaves by `os._exit` whatever happens. What it
+returns comes back pickled through a pipe.
+"""
+
+import os
+import pickle
+import signal
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+
+class ChildFailed(Exception):
+    """The child raised, or died before it could say what it found."""
+
+
+def can_fork() -> bool:
+    return hasattr(os, "fork")
+
+
+class Forked:
+    """`work()` running in a child from the moment this is made; `result()` waits for it."""
+
+    def __init__(self, work: Callable[[], Any]) -> None:
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child
+            os.close(read_end)
+            _run_child(work, write_end)
+        os.close(write_end)
+        self.pid: int | None = pid
+        self._pipe = read_end
+
+    def result(self) -> Any:
+        """What `work()` returned; ChildFailed if it raised or died."""
+        try:
+            with os.fdopen(self._pipe, "rb") as pipe:
+                self._pipe = -1
+                data = pipe.read()  # all of it before the wait: a full pipe blocks the child
+        finally:
+            status = self._reap()
+        try:
+            outcome, value = pickle.loads(data)
+        except Exception:
+            raise ChildFailed(f"the child died without a report (wait status {status})") from None
+        if outcome != "ok":
+            raise ChildFailed(value)
+        return value
+
+    def stop(self) -> None:
+        """Kill the child if it still runs, and reap it (the caller gave up on it)."""
+        if self._pipe >= 0:
+            os.close(self._pipe)
+            self._pipe = -1
+        if self.pid is not None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self._reap()
+
+    def _reap(self) -> int | None:
+        if self.pid is None:
+            return None
+        pid, self.pid = self.pid, None
+        try:
+            return os.waitpid(pid, 0)[1]
+        except ChildProcessError:
+            return None
+
+
+def _run_child(work: Callable[[], Any], pipe: int) -> None:
+    code = 1
+    try:
+        try:
+            report: tuple[str, Any] = ("ok", work())
+        except BaseException:
+            report = ("error", traceback.format_exc())
+        with os.fdopen(pipe, "wb") as out:
+            pickle.dump(report, out, protocol=pickle.HIGHEST_PROTOCOL)
+        code = 0
+    finally:
+        os._exit(code)
+
+
+class PeakGrowth:
+    """How much this process's peak memory (RSS) grows from now: a forked child's own
+    measure, since the parent sees none of it. Linux only (0 elsewhere); resets the
+    process's peak, so it is for a child alone."""
+
+    def __init__(self) -> None:
+        try:
+            with open("/proc/self/clear_refs", "w") as clear:
+                clear.write("5")
+        except OSError:
+            pass
+        self.start = status_bytes("VmRSS")
+
+    def bytes(self) -> int:
+        peak = status_bytes("VmHWM")
+        if peak is None or self.start is None:
+            return 0
+        return max(0, peak - self.start)
+
+
+def status_bytes(key: str) -> int | None:
+    """A figure of /proc/self/status (VmRSS, VmHWM...) in bytes; None where there is none."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
