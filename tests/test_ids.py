@@ -1,4 +1,7 @@
+import time
+
 from traces import ids
+from traces.forked import Forked
 
 
 def test_ids_carry_their_prefix_and_a_fixed_width():
@@ -24,3 +27,11 @@ def test_the_encoding_is_crockford_base32_of_130_bits_most_significant_first():
     rng = random.Random(7)
     for value in [0, 1, 2**128 - 1, *(rng.getrandbits(128) for _ in range(1000))]:
         assert _encode(value) == slow(value)
+
+
+def test_a_forked_process_never_makes_its_parents_next_ids(monkeypatch):
+    # Both in the millisecond of the fork: the parent counts on from its last id.
+    monkeypatch.setattr(ids, "_last_ms", time.time_ns() // 1_000_000 + 60_000)
+    child = Forked(lambda: [ids.block_id() for _ in range(100)])
+    mine = [ids.block_id() for _ in range(100)]
+    assert not set(mine) & set(child.result())

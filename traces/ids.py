@@ -44,6 +44,19 @@ def new_id(prefix: str) -> str:
         return f"{prefix}_{_encode((now_ms << _RANDOM_BITS) | _last_random)}"
 
 
+def _after_fork_in_child() -> None:
+    """A forked process (an import's part reader) counts from a random value of its
+    own, never on from its parent's: in the millisecond of the fork both would make the
+    same ids. Its lock is new too (another thread may have held the parent's)."""
+    global _lock, _last_ms
+    _lock = threading.Lock()
+    _last_ms = -1
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def _maker(name: str, prefix: str) -> Callable[[], str]:
     """`name`, a module-level function making ids with `prefix`: a model's `default`, which
     migrations refer to by this module and `name` (traces.ids.dataset_id)."""
