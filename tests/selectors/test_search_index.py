@@ -14,6 +14,7 @@ from tests.explorer.conftest import chat, import_lines
 from tests.threads import run_together
 from traces import kinds
 from traces.models import Block, BlockSearch, SearchPending, Trace
+from traces.search_queue import search_queued_here
 from traces.selectors.blocks import trace_block_hits
 from traces.selectors.search import search_hits, traces_matching
 from traces.services.blocks import BlockInput, block_create
@@ -255,3 +256,55 @@ def test_a_word_longer_than_the_filter_reads_is_matched_whole(org):
     assert before["traces"] == [traces.get(index=0).pk]
     drain()
     assert found(traces, search) == before
+
+
+def pending() -> set[str]:
+    return set(SearchPending.objects.values_list("trace_id", flat=True))
+
+
+@pg_only
+@pytest.mark.django_db
+def test_the_import_and_a_block_append_queue_their_traces_themselves(dataset, org):
+    assert pending() == set(dataset.traces.values_list("pk", flat=True))
+    drain()
+    trace = dataset.traces.order_by("index").first()
+    message = BlockInput(sub_type="MESSAGE", payload={"role": "user", "content": "more"})
+    block_create(trace=trace, block=message)
+    assert pending() == {trace.pk}
+
+
+@pg_only
+@pytest.mark.django_db
+def test_a_block_written_any_other_way_is_queued_by_the_trigger(dataset):
+    drain()
+    trace = dataset.traces.order_by("index").first()
+    first = Block.objects.filter(trace=trace).order_by("number").first()
+    Block.objects.create(
+        trace=trace, block_type="MESSAGE", sub_type="MESSAGE",
+        payload={"role": "user", "content": "written by the ORM"},
+        created_at=first.created_at, updated_at=first.updated_at,
+    )  # fmt: skip
+    assert pending() == {trace.pk}
+
+
+@pg_only
+@pytest.mark.django_db
+def test_the_trigger_skips_blocks_of_a_writer_that_queues_them_and_only_those(dataset):
+    drain()
+    first, second = dataset.traces.order_by("index")[:2]
+    template = Block.objects.filter(trace=first).order_by("number").first()
+
+    def message(trace):
+        return Block(
+            trace=trace, block_type="MESSAGE", sub_type="MESSAGE",
+            payload={"role": "user", "content": "x"},
+            created_at=template.created_at, updated_at=template.updated_at,
+        )  # fmt: skip
+
+    with transaction.atomic():
+        with search_queued_here():
+            message(first).save()
+        assert pending() == set()
+        message(second).save()  # after the writer's block: queued again by the trigger
+        assert pending() == {second.pk}
+    assert pending() == {second.pk}

@@ -18,6 +18,7 @@ from traces.errors import (
 )
 from traces.models import Block, Trace
 from traces.order import ORPHAN, Place, TraceOrder, count_places, place_block
+from traces.search_queue import search_queue_traces, search_queued_here
 from traces.selectors.blocks import block_dict, trace_blocks_placed_again
 from traces.services.annotations import check_extra
 from traces.validation import validate_block
@@ -219,7 +220,9 @@ def _write(
             sub_type = None if parent is None else parent.sub_type
             value = (*value[:_CREATED_AT], stamp, stamp, *value[_CREATED_AT + 2 :])
             placed.append((*value, *appending.place(row, sub_type, parent_place)))
-        insert_rows(Block._meta.db_table, (*BLOCK_COLUMNS, *PLACE_COLUMNS), placed)
+        with search_queued_here():
+            insert_rows(Block._meta.db_table, (*BLOCK_COLUMNS, *PLACE_COLUMNS), placed)
+        search_queue_traces(trace_ids=[trace.pk])
         appending.save(rows)
     return now
 

@@ -53,6 +53,7 @@ from traces.ingest.parts import Part, count_lines_before, cut, file_size, reopen
 from traces.ingest.types import USAGE_COLUMNS, DatasetMetadata, FormatProblem, TraceDraft
 from traces.models import Annotation, Block, Dataset, Image, Label, Organization, Trace, TraceImage
 from traces.order import Placer
+from traces.search_queue import search_queue_dataset_from, search_queued_here
 from traces.services.annotations import COMMENT_MAX, trace_reward
 from traces.services.datasets import (
     dataset_get_or_create,
@@ -447,10 +448,11 @@ class _Spool:
         _insert_in_chunks(Trace._meta.db_table, columns, rows)
         # Every parent id was made from a block of the same trace (events.py's
         # `parents`, a block array's `block_ids`), so the per-row check is not needed.
-        with parents_made_in_trace():
+        with parents_made_in_trace(), search_queued_here():
             self.blocks.insert()
             for part in self.parts:
                 part.blocks.insert()
+        search_queue_dataset_from(dataset_id=dataset_id, first_index=first_index)
         self._write_errors()
         self._write_failures(dataset)
         image_ids = self._write_images(dataset.organization_id)
