@@ -502,7 +502,7 @@ def stitched_floor(trace_id: str) -> int:
     columns = ", ".join(qn(c) for c in STITCHED_COLUMNS)
     sql = (
         f"SELECT {columns} FROM {qn(Block._meta.db_table)} WHERE {qn('trace_id')} = %s "
-        f"ORDER BY {qn('created_at')}, {qn('id')}"
+        f"ORDER BY {qn('number')}"
     )
     return _decoded_count(sql, [trace_id])
 

@@ -10,7 +10,7 @@ two runs share long identical stretches and diverge often. Both are imported wit
 Measurements (median of REPEAT after a warm-up):
 
 - floor: fetching both traces' signature rows (id, sub type and payload of each block)
-  with one indexed query each (`block_trace_order`), and decoding the payloads with orjson;
+  with one indexed query each (`block_number`), and decoding the payloads with orjson;
 - `trace_compare`: the selector (both queries, the signatures and the alignment);
 - the API: GET /v1/organizations/<org>/compare/traces?a=&b= (every step, as JSON);
 - the page: GET /compare/traces/?a=&b= (its first window of steps), signed in as a member.
@@ -83,7 +83,7 @@ def floor(trace_ids: list[str]) -> int:
     qn = connection.ops.quote_name
     sql = (
         f"SELECT {qn('id')}, {qn('sub_type')}, {qn('payload')} FROM {qn(Block._meta.db_table)} "
-        f"WHERE {qn('trace_id')} = %s ORDER BY {qn('created_at')}, {qn('id')}"
+        f"WHERE {qn('trace_id')} = %s ORDER BY {qn('number')}"
     )
     loads, count = orjson.loads, 0
     with connection.cursor() as cursor:

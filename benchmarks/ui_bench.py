@@ -388,7 +388,7 @@ def _first_page_sql() -> str:
     first_user = (
         "SELECT b.payload FROM traces_block b WHERE b.trace_id = t.id AND "
         "b.sub_type = 'MESSAGE' AND b.payload LIKE '%%\"role\":\"user\"%%' "
-        "ORDER BY b.created_at, b.id LIMIT 1"
+        "ORDER BY b.number LIMIT 1"
     )
     # Every column the trace list shows (its usage columns after the first nine).
     return (

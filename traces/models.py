@@ -219,7 +219,7 @@ class Trace(models.Model):
 
 class Block(models.Model):
     id = models.CharField(primary_key=True, max_length=32, default=ids.block_id, editable=False)
-    # No index of its own: block_trace_order starts with trace_id.
+    # No index of its own: block_number starts with trace_id.
     trace = models.ForeignKey(
         Trace, on_delete=models.CASCADE, related_name="blocks", db_index=False
     )
@@ -284,8 +284,6 @@ class Block(models.Model):
             models.CheckConstraint(condition=_parent_presence(), name="block_parent_presence"),
         ]
         indexes = [
-            # The stitched order: created_at, then id, within a trace.
-            models.Index(fields=["trace", "created_at", "id"], name="block_trace_order"),
             models.Index(
                 fields=["trace", "turn", "act", "step", "result_seq", "created_at", "id"],
                 name="block_stitched_order",
@@ -301,6 +299,13 @@ class Block(models.Model):
 
     def __str__(self) -> str:
         return self.id
+
+
+# A trace's blocks in the order they were written: by `number`, which every writer
+# keeps (block_number's order; an index on created_at and id as well cost an import of
+# 100 MB 0.3 s on each database); a block written around them (the ORM, the admin) has
+# none and comes after them, by time.
+WRITTEN_ORDER = (F("number").asc(nulls_last=True), "created_at", "id")
 
 
 class Image(models.Model):

@@ -231,6 +231,7 @@ def _grow(trace: Trace, resource: dict[str, Any], result: IngestResult, arrived:
     Trace.objects.select_for_update().filter(pk=trace.pk).values_list("pk").first()
     stored: dict[str, _Stored] = {}
     stored_keys: dict[str, str] = {}
+    # By creation: this places and numbers them again.
     rows = Block.objects.filter(trace=trace).order_by("created_at", "id")
     for row in rows.values_list(
         "id", "sub_type", "parent_id", "result_seq", "metadata", "turn", "act", "step",

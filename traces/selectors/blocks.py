@@ -483,6 +483,8 @@ def trace_blocks_placed_again(*, trace: Trace) -> PlacedAgain:
     stores (trace_order_refill, the Explorer append)."""
     rows = list(
         Block.objects.filter(trace=trace)
+        # By creation, not by `number`: this is what numbers them again (an Explorer
+        # append may have written blocks earlier in time than those stored).
         .order_by("created_at", "id")
         .values_list("id", "sub_type", "parent_id", "result_seq", "turn", "act", "step", "number")
     )

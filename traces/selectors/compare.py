@@ -2,7 +2,7 @@
 datasets (or two slices of one) task by task.
 
 Traces. Each block is read as a compact signature, in one indexed query per trace (the
-blocks in the order they were written, `block_trace_order`): its kind (lane and sub type),
+blocks in the order they were written, `block_number`): its kind (lane and sub type),
 what names it (a tool's name, a message's role) and a hash of what it says (a call's
 arguments, a message's or a result's content). Call ids are left out: they differ
 between two runs of the same task. The alignment then works on small integers, never
@@ -45,7 +45,7 @@ from django.db.models import F, QuerySet, TextField
 from django.db.models.expressions import ExpressionWrapper, RawSQL
 
 from traces import kinds
-from traces.models import Block, Dataset, Trace
+from traces.models import WRITTEN_ORDER, Block, Dataset, Trace
 from traces.rewards import succeeded
 from traces.selectors.stats import (
     default_group_key,
@@ -113,7 +113,7 @@ def trace_signatures(*, trace: Trace) -> TraceSignatures:
     rows = (
         Block.objects.filter(trace=trace)
         .annotate(payload_text=ExpressionWrapper(F("payload"), output_field=TextField()))
-        .order_by("created_at", "id")
+        .order_by(*WRITTEN_ORDER)
         .values_list("id", "sub_type", "payload_text")
     )
     ids, signatures = [], []

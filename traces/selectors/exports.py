@@ -8,7 +8,7 @@ from django.db.models import QuerySet
 from traces import jsontext, kinds
 from traces.ingest.images import referenced_images, restore_images
 from traces.ingest.types import USAGE_COLUMNS
-from traces.models import Annotation, Block, Dataset, Trace
+from traces.models import WRITTEN_ORDER, Annotation, Block, Dataset, Trace
 from traces.selectors.blocks import BLOCK_MODEL_FIELDS, block_dict
 from traces.selectors.images import trace_image_bytes
 
@@ -16,7 +16,7 @@ EXPORT_FORMATS = ("chat", "blocks")
 
 
 def _blocks_of(trace: Trace) -> list[dict[str, Any]]:
-    rows = Block.objects.filter(trace=trace).order_by("created_at", "id")
+    rows = Block.objects.filter(trace=trace).order_by(*WRITTEN_ORDER)
     return [block_dict(row) for row in rows.values_list(*BLOCK_MODEL_FIELDS)]
 
 

@@ -684,7 +684,9 @@ def with_first_user_message(traces: QuerySet[Trace]) -> QuerySet[Trace]:
     first = (
         Block.objects.filter(trace=OuterRef("pk"), sub_type=SubType.MESSAGE)
         .filter(payload__contains='"role":"user"')
-        .order_by("created_at", "id")
+        # The written order as block_number gives it (NULLS LAST would make SQLite sort
+        # the whole trace): the first match ends the scan.
+        .order_by("number", "created_at", "id")
         .values("payload")[:1]
     )
     return traces.annotate(first_user_payload=Subquery(first))
