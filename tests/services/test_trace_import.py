@@ -280,14 +280,47 @@ def test_a_block_array_may_hold_several_results_without_seq(org):
 
 
 @pytest.mark.postgres  # statistics are PostgreSQL's concern: SQLite plans without them
-def test_a_large_import_refreshes_postgresql_statistics_before_its_commit(org, monkeypatch):
+def test_a_large_import_refreshes_statistics_that_would_make_its_key_checks_scan(
+    org, monkeypatch
+):
     from django.db import connection
 
     from traces.services import imports
 
     monkeypatch.setattr(imports, "ANALYZE_AFTER_BLOCKS", 1)
-    path = FIXTURES / "spec000_full_trace.json"
-    run(org, (path.name, path.open("rb")))
+    # Statistics that say the tables are empty: the planner reads them whole.
+    with connection.cursor() as cursor:
+        cursor.execute("SET enable_indexscan = off")
+        cursor.execute("SET enable_bitmapscan = off")
+    try:
+        path = FIXTURES / "spec000_full_trace.json"
+        run(org, (path.name, path.open("rb")))
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("RESET enable_indexscan")
+            cursor.execute("RESET enable_bitmapscan")
     with connection.cursor() as cursor:
         cursor.execute("SELECT reltuples FROM pg_class WHERE relname = 'traces_block'")
         assert cursor.fetchone()[0] >= 5  # ANALYZE counted this transaction's own rows
+
+
+@pytest.mark.postgres
+def test_key_checks_that_use_indexes_need_no_fresh_statistics(org):
+    from django.db import connection
+
+    from traces.services.imports import _key_checks_would_scan
+
+    # A table of a few pages: the planner, which counts them, looks keys up by index.
+    line = {"messages": [{"role": "user", "content": "x" * 400}] * 6}
+    lines = "".join(json.dumps({**line, "metadata": {"n": n}}) + "\n" for n in range(500))
+    run(org, as_file(lines, "many.jsonl"))
+    assert not _key_checks_would_scan()  # ANALYZE is left out
+    with connection.cursor() as cursor:
+        cursor.execute("SET enable_indexscan = off")
+        cursor.execute("SET enable_bitmapscan = off")
+    try:
+        assert _key_checks_would_scan()
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("RESET enable_indexscan")
+            cursor.execute("RESET enable_bitmapscan")
