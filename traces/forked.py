@@ -9,7 +9,10 @@ returns comes back pickled through a pipe.
 
 import os
 import pickle
+import select
 import signal
+import threading
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -23,27 +26,54 @@ def can_fork() -> bool:
     return hasattr(os, "fork")
 
 
+# Held from a pipe's making to the parent's closing of its write end: a child forked by
+# another thread in between would hold that end too, and the parent's read would wait for
+# that child's end as well as for its own child's.
+_FORKING = threading.Lock()
+
+
 class Forked:
     """`work()` running in a child from the moment this is made; `result()` waits for it."""
 
     def __init__(self, work: Callable[[], Any]) -> None:
-        read_end, write_end = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child
-            os.close(read_end)
-            _run_child(work, write_end)
-        os.close(write_end)
+        """Raises OSError when no process can be made (the pid limit, memory)."""
+        with _FORKING:
+            read_end, write_end = os.pipe()
+            try:
+                pid = os.fork()
+            except OSError:
+                os.close(read_end)
+                os.close(write_end)
+                raise
+            if pid == 0:  # the child
+                os.close(read_end)
+                _run_child(work, write_end)
+            os.close(write_end)
         self.pid: int | None = pid
         self._pipe = read_end
 
-    def result(self) -> Any:
-        """What `work()` returned; ChildFailed if it raised or died."""
+    def result(self, timeout: float | None = None) -> Any:
+        """What `work()` returned; ChildFailed if it raised or died, or if it said
+        nothing for `timeout` seconds (then it is killed)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        chunks = []
+        waiting = select.poll()  # not select(): a server may have descriptors past 1024
+        waiting.register(self._pipe, select.POLLIN)
         try:
-            with os.fdopen(self._pipe, "rb") as pipe:
-                self._pipe = -1
-                data = pipe.read()  # all of it before the wait: a full pipe blocks the child
+            while True:  # all of it before the wait: a full pipe blocks the child
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                if not waiting.poll(None if left is None else left * 1000):
+                    os.kill(self.pid, signal.SIGKILL)
+                    raise ChildFailed(f"the child gave no report in {timeout:.0f} s: killed")
+                chunk = os.read(self._pipe, 1 << 16)
+                if not chunk:
+                    break
+                chunks.append(chunk)
         finally:
+            os.close(self._pipe)
+            self._pipe = -1
             status = self._reap()
+        data = b"".join(chunks)
         try:
             outcome, value = pickle.loads(data)
         except Exception:

@@ -15,6 +15,7 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any, BinaryIO
@@ -837,10 +838,12 @@ def _read_part(
     limits: Limits,
     in_child: bool = True,
 ) -> _PartRead:
-    """Read one part of the file into `spool` (a part spool), from a file of its own."""
+    """Read one part of the file into `spool` (a part spool): in a child, from a file of
+    its own (the open file's position is the parent's too); in the importer, which is
+    done with its own part by then, from its stream."""
     peak = forked.PeakGrowth() if in_child else None
     problems = _Problems()
-    with reopen(stream) as own:
+    with reopen(stream) if in_child else nullcontext(stream) as own:
         part.first_line = count_lines_before(own, part.start)
         own.seek(part.start)
         found_any = _read_items(
@@ -870,11 +873,16 @@ def _read_parts(
     try:
         for part in parts[1:]:
             part_spool = spool.part()
-            readers.append((part, part_spool, forked.Forked(
-                lambda part=part, part_spool=part_spool: _read_part(
-                    fmt, part, name=name, stream=stream, spool=part_spool, limits=limits
+            try:
+                child: forked.Forked | None = forked.Forked(
+                    lambda part=part, part_spool=part_spool: _read_part(
+                        fmt, part, name=name, stream=stream, spool=part_spool, limits=limits
+                    )
                 )
-            )))  # fmt: skip
+            except OSError as exc:  # no process to be had (the pid limit, memory)
+                logger.warning("no process to read a part of %s, read here: %s", name, exc)
+                child = None
+            readers.append((part, part_spool, child))
         stream.seek(0)
         found_any = _read_items(
             fmt.read(stream, parts[0]), name=name, stream=stream, spool=spool,
@@ -882,14 +890,17 @@ def _read_parts(
         )  # fmt: skip
         offset = parts[0].traces
         for n, (part, part_spool, child) in enumerate(readers):
-            try:
-                read = child.result()
-                part_spool.restore(read.state)
-            except forked.ChildFailed as exc:
-                logger.warning("a part reader failed, the part is read again here: %s", exc)
-                part_spool.close()
-                part_spool = spool.part()
+            read = None
+            if child is not None:
+                try:
+                    read = child.result(timeout=_part_timeout(part))
+                    part_spool.restore(read.state)
+                except forked.ChildFailed as exc:
+                    logger.warning("a part reader failed, the part is read again here: %s", exc)
+                    part_spool.close()
+                    part_spool = spool.part()
                 readers[n] = (part, part_spool, None)
+            if read is None:
                 read = _read_part(
                     fmt, part, name=name, stream=stream, spool=part_spool, limits=limits,
                     in_child=False,
@@ -913,6 +924,16 @@ def _read_parts(
             part_spool.close()
         raise
     return found_any
+
+
+# How long a part's reader may take before it is taken for hung (a lock it inherited
+# held for ever, say) and the part read here instead: 50 times what reading it here takes.
+PART_SECONDS_MIN = 120.0
+PART_SECONDS_PER_MB = 2.0
+
+
+def _part_timeout(part: Part) -> float:
+    return max(PART_SECONDS_MIN, (part.end - part.start) / 1e6 * PART_SECONDS_PER_MB)
 
 
 def shift_trace(location: dict[str, Any], offset: int) -> dict[str, Any]:
