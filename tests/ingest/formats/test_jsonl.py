@@ -64,3 +64,25 @@ def test_a_file_whose_first_line_is_long_is_json_lines_without_a_walk(monkeypatc
 
     monkeypatch.setattr(detection.ijson, "parse", no_walk)
     assert detect(io.BytesIO(line("w" * 200) + line("next"))).name == "jsonl"
+
+
+@pytest.mark.parametrize("size", [40, 400])  # a short line, and one longer than LONG_LINE
+def test_a_line_nested_past_the_document_limit_is_refused_alike_short_or_long(long_line, size):
+    from traces.jsontext import MAX_DOCUMENT_DEPTH
+
+    levels = MAX_DOCUMENT_DEPTH + 1
+    deep = b"[" * levels + b" " * size + b"]" * levels + b"\n"
+    items = read_with(FORMAT, line("before") + deep + line("after"))
+    [found] = problems(items)
+    assert found.location == {"line": 2} and found.rule == "max_depth"
+    assert f"{levels} levels" in found.message
+    assert [d.events[0]["content"] for d in traces(items)] == ["before", "after"]
+
+
+def test_a_long_line_nested_far_too_deeply_is_refused_without_being_parsed(long_line):
+    # ijson's parse of it keeps a path as long as its depth at every level (20,000 levels
+    # took 1 GB): the scan's depth refuses it first.
+    levels = 5_000
+    items = read_with(FORMAT, b"[" * levels + b"]" * levels + b"\n" + line("after"))
+    [found] = problems(items)
+    assert found.rule == "max_depth" and f"{levels} levels" in found.message

@@ -59,6 +59,12 @@ def _long_line(stream: BinaryIO, start: int, line_no: int) -> Iterator[tuple[int
         stream.seek(end)
         yield line_no, exc, {}
         return
+    if shape.depth > jsontext.MAX_DOCUMENT_DEPTH:
+        # Refused as a short line is, before it is parsed: ijson's parse of a value keeps
+        # its path, which grows with every level (20,000 levels took 1 GB).
+        stream.seek(end)
+        yield line_no, jsontext.JsonTooDeep(shape.depth, jsontext.MAX_DOCUMENT_DEPTH), {}
+        return
     if shape.prefix is None:
         if shape.depth > jsontext.MAX_DEPTH:
             known = {}  # the importer checks each value it stores
