@@ -16,7 +16,6 @@ explorer/render (BlockView.body, .metadata, .extra, .raw, .head_html), which esc
 sanitizes it there.
 """
 
-import re
 import secrets
 from dataclasses import dataclass
 from html import escape
@@ -30,14 +29,13 @@ if TYPE_CHECKING:
     from explorer.trace_page import BlockView, RewardView, RowView
 
 
-_SPECIAL = re.compile("[&<>\"']")
-
-
 def _e(value: Any) -> str:
     """`{{ value }}` of an autoescaping template (most values need no change: looked for
-    first, which is faster than replacing)."""
-    text = value if isinstance(value, str) else str(value)
-    return escape(text) if _SPECIAL.search(text) else text
+    first, five substring tests, which is faster than replacing, and than a regex)."""
+    text = value if type(value) is str else str(value)
+    if "&" in text or "<" in text or ">" in text or '"' in text or "'" in text:
+        return escape(text)
+    return text
 
 
 def _shown(value: Any) -> str:
