@@ -206,3 +206,13 @@ def test_a_child_gives_back_what_it_returned_and_its_error():
     assert forked.Forked(lambda: {"a": [1, 2]}).result() == {"a": [1, 2]}
     with pytest.raises(forked.ChildFailed, match="ZeroDivisionError"):
         forked.Forked(lambda: 1 / 0).result()
+
+
+def test_progress_goes_through_the_whole_file_as_the_first_part_is_read(org, in_parts):
+    data = a_file_of_every_case()
+    first = cut(io.BytesIO(data), size=len(data), parts=3)[0]
+    steps: list[int] = []
+    import_as(org, "parts", data, progress=steps.append)
+    assert sum(steps) == len(data)
+    # Before the other parts are taken, it had shown more than the first part's bytes.
+    assert len(steps) > 2 and sum(steps[:-1]) > 2 * first.end

@@ -884,9 +884,10 @@ def _read_parts(
                 child = None
             readers.append((part, part_spool, child))
         stream.seek(0)
+        shown = _WholeFileProgress(progress, parts)
         found_any = _read_items(
             fmt.read(stream, parts[0]), name=name, stream=stream, spool=spool,
-            problems=problems, limits=limits, progress=progress,
+            problems=problems, limits=limits, progress=shown.first_part if progress else None,
         )  # fmt: skip
         offset = parts[0].traces
         for n, (part, part_spool, child) in enumerate(readers):
@@ -915,8 +916,7 @@ def _read_parts(
                 part_spool.close()
             offset += read.traces
             found_any = found_any or read.found_any
-            if progress is not None:
-                progress(part.end - part.start)
+        shown.done()
     except BaseException:
         for _, part_spool, child in readers:
             if child is not None:
@@ -924,6 +924,29 @@ def _read_parts(
             part_spool.close()
         raise
     return found_any
+
+
+class _WholeFileProgress:
+    """Progress through a file read in parts: the readers of the other parts say nothing
+    until they are done, and read about as fast as the first part's; so the first part's
+    bytes are shown as that share of the whole file, and what is left when all are taken."""
+
+    def __init__(self, progress: Callable[[int], None] | None, parts: list[Part]) -> None:
+        self.progress = progress
+        self.size = parts[-1].end - parts[0].start
+        self.scale = self.size / max(1, parts[0].end - parts[0].start)
+        self.shown = 0
+
+    def first_part(self, read: int) -> None:
+        step = min(int(read * self.scale), self.size - self.shown)
+        if step > 0 and self.progress is not None:
+            self.shown += step
+            self.progress(step)
+
+    def done(self) -> None:
+        if self.progress is not None and self.shown < self.size:
+            self.progress(self.size - self.shown)
+            self.shown = self.size
 
 
 # How long a part's reader may take before it is taken for hung (a lock it inherited
