@@ -203,11 +203,13 @@ def usage_summary(*, traces: QuerySet[Trace]) -> UsageSummary:
 
 def usage_columns(*, traces: QuerySet[Trace]) -> dict[str, bool]:
     """Which usage figures any of `traces` has (the trace list shows only those columns):
-    each one walk of its sort index (traces/models.py)."""
+    each one step into its sort index (traces/models.py). Asked as ">= 0", which the
+    figures' constraints make the same as "is known": SQLite walks an index range for it,
+    but for IS NOT NULL every entry of the dataset (82 ms at a million traces)."""
     return {
-        "tokens": traces.annotate(total=TOTAL_TOKENS).filter(total__isnull=False).exists(),
-        "cost": traces.filter(cost_usd__isnull=False).exists(),
-        "duration": traces.filter(duration_seconds__isnull=False).exists(),
+        "tokens": traces.annotate(total=TOTAL_TOKENS).filter(total__gte=0).exists(),
+        "cost": traces.filter(cost_usd__gte=0).exists(),
+        "duration": traces.filter(duration_seconds__gte=0).exists(),
     }
 
 
@@ -684,9 +686,9 @@ def with_first_user_message(traces: QuerySet[Trace]) -> QuerySet[Trace]:
     first = (
         Block.objects.filter(trace=OuterRef("pk"), sub_type=SubType.MESSAGE)
         .filter(payload__contains='"role":"user"')
-        # The written order as block_number gives it (NULLS LAST would make SQLite sort
-        # the whole trace): the first match ends the scan.
-        .order_by("number", "created_at", "id")
+        # The written order as block_number gives it, nothing more (NULLS LAST, or a
+        # tiebreak, would make SQLite sort every match): the first match ends the scan.
+        .order_by("number")
         .values("payload")[:1]
     )
     return traces.annotate(first_user_payload=Subquery(first))
