@@ -35,3 +35,14 @@ def test_a_forked_process_never_makes_its_parents_next_ids(monkeypatch):
     child = Forked(lambda: [ids.block_id() for _ in range(100)])
     mine = [ids.block_id() for _ in range(100)]
     assert not set(mine) & set(child.result())
+
+
+def test_pinned_parts_count_in_ranges_that_sort_in_part_order():
+    ms = ids.pin_ms()
+    made = {}
+    for part in (2, 0, 1):
+        ids.pin(ms=ms, part=part)
+        made[part] = [ids.block_id() for _ in range(3)]
+        ids.unpin(parts=3)
+    after = ids.block_id()
+    assert made[0] + made[1] + made[2] + [after] == sorted([*made[0], *made[1], *made[2], after])

@@ -26,11 +26,23 @@ def _encode(value: int) -> str:
     return "".join([_PAIRS[(value >> shift) & 1023] for shift in _SHIFTS])
 
 
+# While pinned (`pin`), ids stay in one millisecond and count up from a range of the
+# counter: the processes that read the parts of one file each count in their own range,
+# the first part's lowest, so that the file's traces sort in file order whichever process
+# read them. A range holds 2**76 ids: sixteen parts at most.
+PART_SPAN = 1 << 76
+MAX_PARTS = 1 << (_RANDOM_BITS - 76)
+_pins = 0
+
+
 def new_id(prefix: str) -> str:
     global _last_ms, _last_random
     with _lock:
         now_ms = time.time_ns() // 1_000_000
-        if now_ms <= _last_ms:
+        if _pins:
+            now_ms = _last_ms
+            _last_random += 1
+        elif now_ms <= _last_ms:
             # Same (or an earlier, if the clock stepped back) millisecond: count up.
             now_ms = _last_ms
             _last_random += 1
@@ -44,13 +56,41 @@ def new_id(prefix: str) -> str:
         return f"{prefix}_{_encode((now_ms << _RANDOM_BITS) | _last_random)}"
 
 
+def pin_ms() -> int:
+    """A millisecond for `pin`: after every id made so far in this process."""
+    with _lock:
+        return max(time.time_ns() // 1_000_000, _last_ms + 1)
+
+
+def pin(*, ms: int, part: int) -> None:
+    """From now on, ids of millisecond `ms` counting up from the start of the `part`-th
+    range (0 <= part < MAX_PARTS), until `unpin`."""
+    global _pins, _last_ms, _last_random
+    if not 0 <= part < MAX_PARTS:
+        raise ValueError(f"part must be 0 to {MAX_PARTS - 1}")
+    with _lock:
+        _pins += 1
+        _last_ms, _last_random = ms, part * PART_SPAN
+
+
+def unpin(*, parts: int) -> None:
+    """Back to the clock; should it not have moved past the pinned millisecond, counting
+    on above the ranges of all `parts`."""
+    global _pins, _last_random
+    with _lock:
+        _pins = max(0, _pins - 1)
+        _last_random = max(_last_random, min(parts, MAX_PARTS) * PART_SPAN - 1)
+
+
 def _after_fork_in_child() -> None:
     """A forked process (an import's part reader) counts from a random value of its
     own, never on from its parent's: in the millisecond of the fork both would make the
-    same ids. Its lock is new too (another thread may have held the parent's)."""
-    global _lock, _last_ms
+    same ids, and it is not pinned (`pin`) until it says so. Its lock is new too
+    (another thread may have held the parent's)."""
+    global _lock, _last_ms, _pins
     _lock = threading.Lock()
     _last_ms = -1
+    _pins = 0
 
 
 if hasattr(os, "register_at_fork"):

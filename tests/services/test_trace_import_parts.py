@@ -216,3 +216,14 @@ def test_progress_goes_through_the_whole_file_as_the_first_part_is_read(org, in_
     assert sum(steps) == len(data)
     # Before the other parts are taken, it had shown more than the first part's bytes.
     assert len(steps) > 2 and sum(steps[:-1]) > 2 * first.end
+
+
+def test_a_file_read_in_parts_has_its_traces_ids_in_file_order(org, in_parts):
+    # The API lists traces by id: in parts as in one process, that is the file's order.
+    import_as(org, "parts", a_file_of_every_case())
+    by_id = Trace.objects.filter(dataset__name="parts").order_by("id")
+    assert list(by_id.values_list("index", flat=True)) == list(range(60))
+    # Later ids still sort after them.
+    later = import_as(org, "later", jsonl([chat(1000)]))
+    newest = Trace.objects.order_by("-id").first()
+    assert newest.dataset_id == later.dataset.pk

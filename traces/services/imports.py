@@ -807,7 +807,7 @@ def _parts(fmt: Any, stream: BinaryIO) -> list[Part] | None:
     size = file_size(stream)
     if size is None or size < 2 * PART_MIN_BYTES:
         return None
-    parts = cut(stream, size=size, parts=min(workers, size // PART_MIN_BYTES))
+    parts = cut(stream, size=size, parts=min(workers, size // PART_MIN_BYTES, ids.MAX_PARTS))
     return parts if len(parts) > 1 else None
 
 
@@ -836,20 +836,29 @@ def _read_part(
     stream: BinaryIO,
     spool: _Spool,
     limits: Limits,
+    ids_from: tuple[int, int],
     in_child: bool = True,
+    parts: int = 0,
 ) -> _PartRead:
     """Read one part of the file into `spool` (a part spool): in a child, from a file of
     its own (the open file's position is the parent's too); in the importer, which is
-    done with its own part by then, from its stream."""
+    done with its own part by then, from its stream. Its ids in the range `ids_from`
+    (the pinned millisecond, the part's number: traces/ids.py `pin`)."""
     peak = forked.PeakGrowth() if in_child else None
+    ms, number = ids_from
+    ids.pin(ms=ms, part=number)
     problems = _Problems()
-    with reopen(stream) if in_child else nullcontext(stream) as own:
-        part.first_line = count_lines_before(own, part.start)
-        own.seek(part.start)
-        found_any = _read_items(
-            fmt.read(own, part), name=name, stream=own, spool=spool, problems=problems,
-            limits=limits, progress=None,
-        )  # fmt: skip
+    try:
+        with reopen(stream) if in_child else nullcontext(stream) as own:
+            part.first_line = count_lines_before(own, part.start)
+            own.seek(part.start)
+            found_any = _read_items(
+                fmt.read(own, part), name=name, stream=own, spool=spool, problems=problems,
+                limits=limits, progress=None,
+            )  # fmt: skip
+    finally:
+        if not in_child:  # the importer counts on in its own range, above this one
+            ids.unpin(parts=parts)
     state = spool.state()
     growth = 0 if peak is None else peak.bytes()
     return _PartRead(found_any, part.traces, problems.items, problems.count, state, growth)
@@ -870,14 +879,19 @@ def _read_parts(
     spool of its own (made here, before the fork: the files are shared); then each part
     taken in order, as if read here. A child that fails is replaced by a read here."""
     readers: list[tuple[Part, _Spool, forked.Forked | None]] = []
+    # Each part's ids in a range of its own, so that the file's traces sort by id in file
+    # order (the API lists them so) whichever process read them.
+    ms = ids.pin_ms()
+    ids.pin(ms=ms, part=0)
     try:
-        for part in parts[1:]:
+        for n, part in enumerate(parts[1:], 1):
             part_spool = spool.part()
             try:
                 child: forked.Forked | None = forked.Forked(
-                    lambda part=part, part_spool=part_spool: _read_part(
-                        fmt, part, name=name, stream=stream, spool=part_spool, limits=limits
-                    )
+                    lambda n=n, part=part, part_spool=part_spool: _read_part(
+                        fmt, part, name=name, stream=stream, spool=part_spool, limits=limits,
+                        ids_from=(ms, n),
+                    )  # fmt: skip
                 )
             except OSError as exc:  # no process to be had (the pid limit, memory)
                 logger.warning("no process to read a part of %s, read here: %s", name, exc)
@@ -904,7 +918,7 @@ def _read_parts(
             if read is None:
                 read = _read_part(
                     fmt, part, name=name, stream=stream, spool=part_spool, limits=limits,
-                    in_child=False,
+                    in_child=False, ids_from=(ms, n + 1), parts=len(parts),
                 )  # fmt: skip
             spool.part_peak_growth = max(spool.part_peak_growth, read.peak_growth)
             for found in read.problems:
@@ -923,6 +937,8 @@ def _read_parts(
                 child.stop()
             part_spool.close()
         raise
+    finally:
+        ids.unpin(parts=len(parts))
     return found_any
 
 
