@@ -35,7 +35,7 @@ def env_positive_int(name: str, default: int) -> int:
     except ValueError:
         raise ImproperlyConfigured(f"{name}={raw!r} is not an integer") from None
     if value <= 0:
-        raise ImproperlyConfigured(f"{name}={raw!r} must be a positive number of bytes")
+        raise ImproperlyConfigured(f"{name}={raw!r} must be a positive whole number")
     return value
 
 

@@ -55,3 +55,13 @@ def test_the_upload_temp_dir_comes_from_the_environment(tmp_path):
 
     assert temp_dir(FILE_UPLOAD_TEMP_DIR=str(tmp_path)) == str(tmp_path)
     assert temp_dir() == "None"  # the system's temporary folder
+
+
+def test_a_count_that_is_not_positive_is_refused_as_a_count(monkeypatch):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from explorer.env import env_positive_int
+
+    monkeypatch.setenv("IMPORT_WORKERS", "0")
+    with pytest.raises(ImproperlyConfigured, match="IMPORT_WORKERS='0' must be a positive whole"):
+        env_positive_int("IMPORT_WORKERS", 2)
