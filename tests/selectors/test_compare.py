@@ -220,7 +220,7 @@ def _check(result, want) -> None:
     assert s.p_value == pytest.approx(want["p_value"])
     assert sorted(t.task for t in result.flipped) == want["flipped"]
     differences = [t.difference for t in result.tasks]
-    assert differences == sorted(differences, reverse=True)
+    assert differences == sorted(differences, key=lambda d: (-abs(d), -d))
 
 
 def test_one_run_split_by_trial_into_two_datasets(org):

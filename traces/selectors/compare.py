@@ -620,7 +620,9 @@ def dataset_compare(*, a: Side, b: Side, key: str | None = None) -> DatasetCompa
         elif row.flipped == "a":
             row.pair = (next(i for i, ok in ta if ok), next(i for i, ok in tb if not ok))
         rows.append(row)
-    rows.sort(key=lambda r: (-r.difference, str(r.task)))
+    # Largest difference first, either way (a loss of 0.75 before a loss of 0.5), then
+    # gains before losses of the same size.
+    rows.sort(key=lambda r: (-abs(r.difference), -r.difference, str(r.task)))
     differences = [r.success_b - r.success_a for r in rows]
     mean, low, high, statistic, p_value = paired_statistics(differences)
     summary = Summary(
