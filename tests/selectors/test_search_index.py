@@ -308,3 +308,19 @@ def test_the_trigger_skips_blocks_of_a_writer_that_queues_them_and_only_those(da
         message(second).save()  # after the writer's block: queued again by the trigger
         assert pending() == {second.pk}
     assert pending() == {second.pk}
+
+
+def queued_in_statistics() -> float:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reltuples FROM pg_class WHERE relname = 'traces_search_pending'")
+        return cursor.fetchone()[0]
+
+
+@pg_only
+@pytest.mark.django_db
+def test_once_the_queue_is_emptied_its_statistics_say_so(dataset):
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE traces_search_pending")
+    assert queued_in_statistics() == 3  # the three traces the import queued
+    drain()
+    assert queued_in_statistics() == 0

@@ -59,4 +59,18 @@ def search_index_drain(*, batch: int = BATCH) -> int:
     total = 0
     while done := search_index_build(limit=batch):
         total += done
+    if total:
+        search_queue_emptied()
     return total
+
+
+def search_queue_emptied() -> None:
+    """Once the worker has emptied the queue, its statistics are made to say so (ANALYZE
+    of the queue, a small table). Until autovacuum did, they still counted the traces of
+    the last big import as queued, and search, planning its read of the queued traces'
+    blocks from them, read every block instead of the queue's none: 2.5 s a search at a
+    million blocks (benchmark ui)."""
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {SearchPending._meta.db_table}")

@@ -8,7 +8,7 @@ import threading
 from django.core.management.base import BaseCommand
 from django.db import DatabaseError, connection
 
-from traces.services.search_index import BATCH, search_index_build
+from traces.services.search_index import BATCH, search_index_build, search_queue_emptied
 
 POLL_SECONDS = 1.0
 
@@ -31,6 +31,7 @@ class Command(BaseCommand):
             for signum in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(signum, lambda *_: stop.set())
         total = 0
+        since_emptied = 0  # traces indexed since the queue was last found empty
         while not stop.is_set():
             try:
                 done = search_index_build(limit=batch)
@@ -41,8 +42,12 @@ class Command(BaseCommand):
                 connection.close()
                 done = 0
             total += done
+            since_emptied += done
             if done:
                 continue
+            if since_emptied:
+                search_queue_emptied()
+                since_emptied = 0
             if once:
                 break
             stop.wait(POLL_SECONDS)
