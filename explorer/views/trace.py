@@ -143,6 +143,8 @@ def trace_page(request, trace_id: str):
         "can_edit": renderer.can_edit,
         **notes,
         "start": start,
+        # The outline opens at the page of turns the page opened at (a jump to row n).
+        "outline_from": start - start % page.OUTLINE_TURNS,
         "start_url": reverse("trace", args=[trace.pk]),
         "nav": "datasets",
         "deferred": deferred,
@@ -180,6 +182,7 @@ def trace_outline(request, trace_id: str):
         context["outline"] = page.outline_rows(rows)
         end = start + page.OUTLINE_TURNS
         context["outline_next"] = end if end < row_total else None
+        context["outline_prev"] = max(0, start - page.OUTLINE_TURNS) if start else None
     return render_page(request, TEMPLATE, context, partial="outline")
 
 

@@ -99,9 +99,23 @@ def test_the_outline_lists_turns_with_tools_and_errors_a_page_at_a_time(trace_cl
     assert f"{url}?after=200" in html
     rest = trace_client.get(url, {"after": 200}, **HTMX).content.decode()
     assert re.findall(r'data-outline-row="(\d+)"', rest) == [str(n) for n in range(200, 300)]
-    assert "outline?after=" not in rest
+    assert "?after=400" not in rest  # the last page: no next one
     page = trace_client.get(url)  # without JavaScript: a page of its own
     assert page.status_code == 200 and "Back to the trace" in page.content.decode()
+
+
+def test_the_outline_opens_where_the_page_opened_and_leads_back(trace_client, tool_trace):
+    """After "go to row 251" the Outline button opens rows 201- (researcher review: it
+    opened at row 1), which lead back to rows 1-200."""
+    url = f"{page_url(tool_trace)}outline"
+    jumped = trace_client.get(page_url(tool_trace), {"row": 251}).content.decode()
+    assert f'href="{url}?after=200"' in jumped
+    at_start = trace_client.get(page_url(tool_trace)).content.decode()
+    assert f'href="{url}"' in at_start
+    rest = trace_client.get(url, {"after": 200}, **HTMX).content.decode()
+    assert f'href="{url}?after=0"' in rest and "Rows 1–200</a>" in rest
+    first = trace_client.get(url, **HTMX).content.decode()
+    assert "outline?after=0" not in first  # the first page leads nowhere back
 
 
 def test_find_in_trace_links_each_hit_to_the_page_at_its_block(trace_client, tool_trace):
