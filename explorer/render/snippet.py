@@ -11,6 +11,8 @@ from traces.selectors.search import SearchHit
 
 _JSON_KEY = re.compile(r'(?<!\\)"?\s*[{,]?\s*"[A-Za-z_][\w-]{0,40}"\s*:\s*"?')
 _JSON_PUNCTUATION = re.compile(r'"\s*[,}\]]+\s*|[{\[]\s*"?')
+# The end of a key the piece was cut in: `tent":"` of "content".
+_CUT_KEY = re.compile(r'^[\w-]{0,40}"\s*:\s*"?')
 
 
 def snippet(hit: SearchHit) -> str:
@@ -18,6 +20,8 @@ def snippet(hit: SearchHit) -> str:
     spaces collapsed, an ellipsis where it is cut."""
     text = hit.piece
     # JSON's keys and brackets are not what the reader looks for: the values are.
+    if hit.cut_before:
+        text = _CUT_KEY.sub("", text)
     text = _JSON_KEY.sub(" ", text)
     text = _JSON_PUNCTUATION.sub(" ", text)
     for escaped, plain in (("\\n", " "), ("\\t", " "), ('\\"', '"'), ("\\\\", "\\")):
