@@ -54,3 +54,17 @@ def test_without_org_it_says_which_organization_it_used():
     )
     assert "into dataset 'mine' (ds_" in lines[1] and "of organization 'default' in" in lines[1]
     assert Dataset.objects.get().organization.slug == "default"
+
+
+def test_its_progress_says_when_every_byte_is_read_and_the_write_runs():
+    from tqdm import tqdm
+
+    from traces.management.commands.import_traces import progress_of
+
+    bar = tqdm(total=100, file=StringIO())
+    advance = progress_of(bar)
+    advance(60)
+    assert bar.desc == ""
+    advance(40)
+    assert bar.n == 100 and bar.desc == "read; writing"
+    bar.close()

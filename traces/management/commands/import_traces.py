@@ -1,5 +1,5 @@
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -18,6 +18,18 @@ def _opened_one_at_a_time(paths: list[Path]) -> Iterator[tuple[str, BinaryIO]]:
     for path in paths:
         with path.open("rb") as handle:
             yield str(path), handle
+
+
+def progress_of(bar: tqdm) -> Callable[[int], None]:
+    """The import's progress on `bar`; once every byte is read, it says that the write
+    (one transaction, a few seconds for hundreds of MB) is under way."""
+
+    def advance(read: int) -> None:
+        bar.update(read)
+        if bar.total and bar.n >= bar.total:
+            bar.set_description_str("read; writing")
+
+    return advance
 
 
 DEFAULT_ORG = "default"
@@ -60,7 +72,7 @@ class Command(BaseCommand):
                 organization=organization,
                 dataset_name=dataset,
                 files=_opened_one_at_a_time(paths),
-                progress=bar.update,
+                progress=progress_of(bar),
                 allow_duplicates=allow_duplicates,
             )
         except ImportFailed as exc:
