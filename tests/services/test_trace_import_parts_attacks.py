@@ -5,6 +5,7 @@ in parts and whole (IMPORT_WORKERS=1), and both must store and report the same."
 import io
 import json
 import os
+import sys
 import threading
 import time
 
@@ -147,18 +148,20 @@ def test_fork_while_another_thread_makes_ids_does_not_hang_the_import(
     org, in_parts, settings, monkeypatch
 ):
     """A threaded server (runserver, gunicorn --threads): another request makes ids (here
-    in a loop, as another import does) while this import forks its readers. The child
-    inherits traces.ids._lock as it was at the fork: held by a thread that does not exist
-    in the child, so the child's first block id waits forever, and so does the import
-    (Forked.result has no timeout). A watchdog kills the children after 30 s."""
+    in a loop, as another import does) while this import forks its readers. A child that
+    inherited traces.ids._lock held by a thread it does not have would wait for ever on
+    its first id. A reader that has not ended 30 s after its fork is taken as hung (and
+    killed): its part is 30 KB. The loop's thread would make each of the importer's
+    SQLite steps wait for the GIL the whole switch interval (5 ms: an import took up to
+    100 s), so the interval is short here."""
     from traces import forked
 
-    children = []
+    children: list[tuple[int, float]] = []
     real_init = forked.Forked.__init__
 
     def recording_init(self, work):
         real_init(self, work)
-        children.append(self.pid)
+        children.append((self.pid, time.monotonic()))
 
     monkeypatch.setattr(forked.Forked, "__init__", recording_init)
     stop = threading.Event()
@@ -169,29 +172,36 @@ def test_fork_while_another_thread_makes_ids_does_not_hang_the_import(
 
     hung = []
 
-    def watchdog():
-        if not stop.wait(30):
-            hung.append(True)
-            for pid in children:
-                try:
-                    os.kill(pid, 9)
-                except (ProcessLookupError, TypeError):
-                    pass
+    def running(pid: int) -> bool:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                return stat.read().rsplit(")", 1)[1].split()[0] != "Z"  # Z: ended
+        except OSError:
+            return False  # reaped
 
+    def watchdog():
+        while not stop.wait(1):
+            for pid, forked_at in list(children):
+                if time.monotonic() - forked_at > 30 and running(pid):
+                    hung.append(pid)
+                    os.kill(pid, 9)
+
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(0.0001)
     other = threading.Thread(target=other_request, daemon=True)
     dog = threading.Thread(target=watchdog, daemon=True)
     other.start()
     dog.start()
     try:
-        for n in range(10):
+        for n in range(5):
             run(org, f"busy{n}", jsonl(many(300)))
-            if hung:
-                break
     finally:
         stop.set()
         other.join()
         dog.join()
-    assert not hung, f"an import hung ({len(children)} readers forked): a child waits on ids._lock"
+        sys.setswitchinterval(switch)
+    assert len(children) >= 10
+    assert not hung, f"{len(hung)} of {len(children)} readers hung: waiting on ids._lock?"
 
 
 def test_ids_made_in_parent_and_children_never_collide(org, in_parts, settings, monkeypatch):
