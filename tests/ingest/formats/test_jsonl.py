@@ -86,3 +86,16 @@ def test_a_long_line_nested_far_too_deeply_is_refused_without_being_parsed(long_
     items = read_with(FORMAT, b"[" * levels + b"]" * levels + b"\n" + line("after"))
     [found] = problems(items)
     assert found.rule == "max_depth" and f"{levels} levels" in found.message
+
+
+@pytest.mark.parametrize(
+    ("bad", "says"),
+    [
+        (b'{"messages": [broken', "expected a JSON value, at character 15 of the line"),
+        (b'{"messages": []', "invalid JSON: the line ends before its JSON value does"),
+    ],
+)
+def test_a_broken_line_names_the_character_of_the_line_not_the_parser_s_line(bad, says):
+    [found] = problems(read_with(FORMAT, line("before") + bad + b"\n" + line("after")))
+    assert found.location == {"line": 2} and found.message.endswith(says), found.message
+    assert "column" not in found.message

@@ -1,6 +1,7 @@
 """JSON Lines: one trace a line (an event array, a block array or a trace object);
 a first line `{"metadata": {...}}` alone is the dataset's (Invariant's JSONL)."""
 
+import re
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
@@ -118,6 +119,22 @@ def _lines(
         value = None
 
 
+# The parser's place in what it parsed: the line alone, whose own number the problem gives.
+_PARSER_PLACE = re.compile(r": line \d+ column \d+ \(char (\d+)\)$")
+
+
+def _on_the_line(error: jsontext.JsonError) -> str:
+    """The parser's message with its place as a character of the line: "line 2 column 1
+    (char 8)" next to the file's "line 2500" read as another line (researcher review)."""
+    message = str(error)
+    found = _PARSER_PLACE.search(message)
+    if found is None:
+        return message
+    if message.startswith("unexpected end of data"):
+        return "the line ends before its JSON value does"
+    return f"{message[: found.start()]}, at character {int(found.group(1)) + 1} of the line"
+
+
 class JsonLines(Adapter):
     # Its lines are traces of their own: a large file is read in parts at once
     # (traces/ingest/parts.py).
@@ -141,7 +158,7 @@ class JsonLines(Adapter):
             where = {"line": line_no}
             if isinstance(value, jsontext.JsonError):
                 rule = "max_depth" if isinstance(value, jsontext.JsonTooDeep) else "json"
-                yield FormatProblem(f"invalid JSON: {value}", where, rule=rule)
+                yield FormatProblem(f"invalid JSON: {_on_the_line(value)}", where, rule=rule)
                 continue
             if (
                 isinstance(value, dict)
