@@ -235,20 +235,15 @@ class _Spool:
             trace_id, blocks, content_hash, (location, name) = (
                 record[0], record[5], record[6], record[10]
             )  # fmt: skip
-            if not self.allow_duplicates:
-                if content_hash in self.upload_hashes or content_hash in self.dataset_hashes:
-                    reason = (
-                        SKIPPED_IN_UPLOAD if content_hash in self.upload_hashes
-                        else SKIPPED_IN_DATASET
-                    )  # fmt: skip
-                    left_out.add(trace_id)
-                    left_out_blocks += blocks
-                    self.skipped.append({
-                        "file": file_name, **shift_trace(location, trace_offset),
-                        "name": name, "reason": reason,
-                    })  # fmt: skip
-                    continue
-                self.upload_hashes.add(content_hash)
+            reason = self._duplicate_of(content_hash)
+            if reason:
+                left_out.add(trace_id)
+                left_out_blocks += blocks
+                self.skipped.append({
+                    "file": file_name, **shift_trace(location, trace_offset),
+                    "name": name, "reason": reason,
+                })  # fmt: skip
+                continue
             self.traces.add(record, len(record[2]) + len(record[3]))
         part.blocks.count -= left_out_blocks
         at = 0  # a trace's tool errors follow each other, in the order of trace_errors
@@ -320,20 +315,15 @@ class _Spool:
         its blocks already spooled are left out of the write, and False."""
         trace_id = trace.id
         content_hash = trace.content.hexdigest()
-        if not self.allow_duplicates and (
-            content_hash in self.upload_hashes or content_hash in self.dataset_hashes
-        ):
-            trace.duplicate_of = (
-                SKIPPED_IN_UPLOAD if content_hash in self.upload_hashes else SKIPPED_IN_DATASET
-            )
+        duplicate_of = self._duplicate_of(content_hash)
+        if duplicate_of:
+            trace.duplicate_of = duplicate_of
             if trace.spooled_from is not None:
                 self.blocks.leave_out(trace_id, trace.spooled_from)
             errors = self.trace_errors.pop(trace_id, 0)
             if errors:  # this trace's, noted last
                 del self.error_blocks[-errors:]
             return False
-        if not self.allow_duplicates:
-            self.upload_hashes.add(content_hash)
         name = self._unique(trace.name[:490]) if draft.unique_name and trace.name else trace.name
         metadata = draft.metadata
         failure = failure_of(metadata)
@@ -356,6 +346,18 @@ class _Spool:
                 self.images.add((sha, image.mime_type, image.data), len(image.data))
             self.links.add((trace_id, sha))
         return True
+
+    def _duplicate_of(self, content_hash: str) -> str:
+        """Why a trace of this content hash is left out (SKIPPED_IN_UPLOAD, SKIPPED_IN_DATASET),
+        or "" when it is kept: then the upload has it, for the traces after it."""
+        if self.allow_duplicates:
+            return ""
+        if content_hash in self.upload_hashes:
+            return SKIPPED_IN_UPLOAD
+        if content_hash in self.dataset_hashes:
+            return SKIPPED_IN_DATASET
+        self.upload_hashes.add(content_hash)
+        return ""
 
     def _unique(self, base: str) -> str:
         """`base`, or `base (2)`, `base (3)`... the first that neither the dataset nor this
