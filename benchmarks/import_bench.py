@@ -20,7 +20,6 @@ import gc
 import multiprocessing
 import os
 import re
-import resource
 import sys
 import tempfile
 import time
@@ -43,7 +42,7 @@ from django.utils import timezone
 from benchmarks.realruns import DEFAULT_DATA, Generated, generate_long_trace, generate_real
 from traces import ids, jsontext
 from traces.bulk import BLOCK_COLUMNS, TRACE_COLUMNS, adapt_datetime, insert_rows
-from traces.forked import status_bytes
+from traces.forked import PeakGrowth
 from traces.models import (
     Annotation,
     ApiKey,
@@ -409,7 +408,7 @@ def _forget_inherited_connections() -> None:
 def _child(work: Callable[[], int | tuple[int, int]], sender: Connection) -> None:
     _forget_inherited_connections()
     try:
-        baseline = _reset_peak()
+        peak = PeakGrowth()
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
         started, cpu = time.perf_counter(), _cpu_seconds()
         # Django's query log (on with DEBUG, which benchmarks run with) keeps each query's
@@ -419,7 +418,7 @@ def _child(work: Callable[[], int | tuple[int, int]], sender: Connection) -> Non
             done = work()
         seconds, cpu = time.perf_counter() - started, _cpu_seconds() - cpu
         blocks, beside = done if isinstance(done, tuple) else (done, 0)
-        growth = (_peak() - baseline + beside) / MB
+        growth = (peak.bytes() + beside) / MB
         sender.send(("ok", seconds, blocks, growth, cpu, load))
     except BaseException:
         sender.send(("error", traceback.format_exc()))
@@ -433,27 +432,6 @@ def _cpu_seconds() -> float:
     readers), user and system."""
     times = os.times()
     return times.user + times.system + times.children_user + times.children_system
-
-
-def _reset_peak() -> int:
-    """Reset the peak RSS where Linux allows it; return the RSS now."""
-    try:
-        with open("/proc/self/clear_refs", "w") as clear:
-            clear.write("5")
-    except OSError:
-        pass
-    rss = status_bytes("VmRSS")
-    return rss if rss is not None else _maxrss()
-
-
-def _peak() -> int:
-    peak = status_bytes("VmHWM")
-    return peak if peak is not None else _maxrss()
-
-
-def _maxrss() -> int:
-    maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return maxrss if sys.platform == "darwin" else maxrss * 1024
 
 
 def delete_organization_rows(organization: Organization) -> None:

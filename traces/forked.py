@@ -9,8 +9,10 @@ returns comes back pickled through a pipe.
 
 import os
 import pickle
+import resource
 import select
 import signal
+import sys
 import threading
 import time
 import traceback
@@ -120,8 +122,9 @@ def _run_child(work: Callable[[], Any], pipe: int) -> None:
 
 class PeakGrowth:
     """How much this process's peak memory (RSS) grows from now: a forked child's own
-    measure, since the parent sees none of it. Linux only (0 elsewhere); resets the
-    process's peak, so it is for a child alone."""
+    measure (an import's part reader, a benchmark's phase), since the parent sees none of
+    it. It resets the process's peak where Linux allows it (VmHWM), so it is for a child
+    alone; elsewhere it reads the peak since the process began (ru_maxrss)."""
 
     def __init__(self) -> None:
         try:
@@ -129,16 +132,20 @@ class PeakGrowth:
                 clear.write("5")
         except OSError:
             pass
-        self.start = status_bytes("VmRSS")
+        rss = _status_bytes("VmRSS")
+        self.start = rss if rss is not None else _maxrss()
 
     def bytes(self) -> int:
-        peak = status_bytes("VmHWM")
-        if peak is None or self.start is None:
-            return 0
-        return max(0, peak - self.start)
+        peak = _status_bytes("VmHWM")
+        return max(0, (peak if peak is not None else _maxrss()) - self.start)
 
 
-def status_bytes(key: str) -> int | None:
+def _maxrss() -> int:
+    maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return maxrss if sys.platform == "darwin" else maxrss * 1024
+
+
+def _status_bytes(key: str) -> int | None:
     """A figure of /proc/self/status (VmRSS, VmHWM...) in bytes; None where there is none."""
     try:
         with open("/proc/self/status") as status:

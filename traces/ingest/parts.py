@@ -1,5 +1,5 @@
 """A large file of independent lines (JSON Lines) cut into parts that separate processes
-read at once (traces/services/import_parts.py): each part is whole lines, from a byte
+read at once (`_read_parts` in traces/services/imports.py): each part is whole lines, from a byte
 offset to the next part's."""
 
 import os
