@@ -19,14 +19,15 @@ sanitizes it there.
 import secrets
 from dataclasses import dataclass
 from html import escape
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.utils.html import format_html
 
 from explorer.render.text import visible_text
 
-if TYPE_CHECKING:
-    from explorer.trace_page import BlockView, RewardView, RowView
+# explorer/trace_page.py's view models (BlockView, RewardView, RowView): that module
+# imports this one, so they are named here, not imported.
+BlockView = RewardView = RowView = Any
 
 
 def _e(value: Any) -> str:
@@ -72,7 +73,7 @@ def frame_of(context: Any) -> Frame:
     )
 
 
-def reward_html(reward: "RewardView", csrf_input: str) -> str:
+def reward_html(reward: RewardView, csrf_input: str) -> str:
     """A reward control: a form for who may edit, else the value (if set), read only."""
     if not reward.can_edit:
         if not reward.is_set:
@@ -112,16 +113,14 @@ def reward_html(reward: "RewardView", csrf_input: str) -> str:
     )
 
 
-def body_html(b: "BlockView", frame: Frame) -> str:
+def body_html(b: BlockView, frame: Frame) -> str:
     """The block's body (the `block_body` partial): its preview and "Show all", or the
     whole of it and "Fold"."""
-    out: list[str] = []
-    _body_into(out, b, frame, _e(b.id), _e(b.full_url))
-    return "".join(out)
+    return "".join(b.body if type(part) is int else part for part in _body_parts(b, frame))
 
 
-def _body_into(out: list[str], b: "BlockView", frame: Frame, bid: str, full: str) -> None:
-    """`body_html` appended to `out`, given the block's id and full URL escaped."""
+def _body_parts(b: BlockView, frame: Frame) -> list[str | int]:
+    bid, full = _e(b.id), _e(b.full_url)
     if b.folded:
         more = (
             f'<a class="show-all" href="{full}" hx-get="{full}" hx-target="#body-{bid}" '
@@ -135,12 +134,10 @@ def _body_into(out: list[str], b: "BlockView", frame: Frame, bid: str, full: str
     else:
         more = "</div>"
     folded = " is-folded" if b.folded else ""
-    out.append(f'<div class="block-body{folded}" id="body-{bid}">')
-    out.append(b.body)
-    out.append(more)
+    return [f'<div class="block-body{folded}" id="body-{bid}">', BODY, more]
 
 
-def raw_slot_html(b: "BlockView") -> str:
+def raw_slot_html(b: BlockView) -> str:
     """The drawer's raw (the `raw` partial): inline, a button that loads it, or none."""
     bid = _e(b.id)
     if not b.has_raw:
@@ -156,8 +153,9 @@ def raw_slot_html(b: "BlockView") -> str:
     return f'<div class="raw-slot" id="raw-{bid}">{inner}</div>'
 
 
-def _drawer_foot(b: "BlockView", frame: Frame, bid: str, full: str) -> str:
-    """The drawer's last line: the block's id, kind and links."""
+def _drawer_foot(b: BlockView, frame: Frame, bid: str, full: str) -> list[str | int]:
+    """The drawer's last line: the block's id, kind and links (the "label this block"
+    link is the hole LABEL_THIS)."""
     out = f'<p class="drawer-foot small"><code>{bid}</code> &middot; {_e(b.sub_type)}'
     if b.has_text_view:
         out += (
@@ -167,78 +165,187 @@ def _drawer_foot(b: "BlockView", frame: Frame, bid: str, full: str) -> str:
         )
     if not frame.block_page:
         out += f' &middot; <a href="{full}">block page</a>'
-    if frame.can_edit:
-        out += (
-            f' &middot; <a class="label-this" href="{_e(b.trace_url)}?annotate={bid}#annotations" '
-            'title="Tag this block with a label or a comment">label this block</a>'
-        )
-    return out + "</p>"
+    return [out, LABEL_THIS, "</p>"]
 
 
-def drawer_body_html(b: "BlockView", frame: Frame) -> str:
-    """The drawer's contents (the `drawer_body` partial): metadata, extra, raw."""
-    size = f' <span class="faint">{_e(b.raw_size)}</span>' if b.raw_size else ""
+def _label_this(b: Any, can_edit: bool) -> str:
+    if not can_edit:
+        return ""
     return (
-        f'<div class="drawer-body" id="drawer-{_e(b.id)}">\n'
-        f"<h4>metadata</h4>{b.metadata}<h4>extra</h4>{b.extra}<h4>raw{size}</h4>\n"
-        f"{raw_slot_html(b)}\n{_drawer_foot(b, frame, _e(b.id), _e(b.full_url))}</div>"
+        f' &middot; <a class="label-this" href="{_e(b.trace_url)}?annotate={_e(b.id)}'
+        '#annotations" title="Tag this block with a label or a comment">label this block</a>'
     )
 
 
-def block_html(b: "BlockView", frame: Frame) -> str:
+def drawer_body_html(b: BlockView, frame: Frame) -> str:
+    """The drawer's contents (the `drawer_body` partial): metadata, extra, raw."""
+    holes = ("",) * LABEL_THIS + (_label_this(b, frame.can_edit),)
+    return "".join(
+        holes[part] if type(part) is int else part
+        for part in _drawer_parts(b, frame, _e(b.id), _e(b.full_url))
+    )
+
+
+def _drawer_parts(b: BlockView, frame: Frame, bid: str, full: str) -> list[str | int]:
+    size = f' <span class="faint">{_e(b.raw_size)}</span>' if b.raw_size else ""
+    return [
+        f'<div class="drawer-body" id="drawer-{bid}">\n'
+        f"<h4>metadata</h4>{b.metadata}<h4>extra</h4>{b.extra}<h4>raw{size}</h4>\n"
+        f"{raw_slot_html(b)}\n",
+        *_drawer_foot(b, frame, bid, full),
+        "</div>",
+    ]
+
+
+def block_html(b: BlockView, frame: Frame) -> str:
     """A block's <article> (the `block` partial): head, labels, body, drawer."""
     out: list[str] = []
     _block_into(out, b, frame)
     return "".join(out)
 
 
-def _block_into(out: list[str], b: "BlockView", frame: Frame) -> None:
-    """`block_html`, appended to `out` in pieces (a page's rows are joined once: its
-    bodies are most of its bytes, and each join copies them)."""
+# What a block's <article> leaves to the response (`_article`), in the order it comes:
+# whether the block has a reward (a class), the marks among its warnings, its reward
+# control, its labels, its body (left out of a turn that only calls tools) and the
+# "label this block" link. Each depends on the reader or may change after the block is
+# written; the rest is the same for every reader of the trace page, and the render cache
+# keeps it (`article_entry`).
+HAS_REWARD, MARKS, REWARD, LABELS, BODY, LABEL_THIS = range(6)
+# The trace page's frame: the one the render cache keeps a block's article for.
+PAGE_FRAME = Frame(csrf_input="", can_edit=False)
+
+
+def _article(b: BlockView, frame: Frame, lazy_drawer: bool) -> list[str | int]:
+    """A block's <article> as pieces of markup, each hole (HAS_REWARD...) an int."""
     bid, full = _e(b.id), _e(b.full_url)
-    out.append(  # its classes are of a fixed vocabulary (BlockView.classes)
-        f'<article class="{b.classes}" id="{bid}" data-block tabindex="-1">\n'
+    parts: list[str | int] = [
+        f'<article class="{b.kind_classes}',  # of a fixed vocabulary (BlockView.kind_classes)
+        HAS_REWARD,
+        f'" id="{bid}" data-block tabindex="-1">\n'
         f'<header class="block-head"><img class="kind-icon" src="{_e(b.icon_url)}" alt="" '
-        'width="14" height="14">'
-    )
-    out.append(b.head_html)
+        f'width="14" height="14">{b.head_html}',
+    ]
     for label, why in b.warnings:
-        title = f' title="{_e(why)}"' if why else ""
-        out.append(f'<span class="badge warn"{title}>{_e(label)}</span>')
+        parts.append(_warning(label, why))
+    parts.append(MARKS)
     for badge in b.badges:
-        out.append(f'<span class="badge">{_e(badge)}</span>')
+        parts.append(f'<span class="badge">{_e(badge)}</span>')
     number = f" to block {b.number}" if b.number else ""  # an int
-    out.append('\n<span class="head-tools">')
-    out.append(reward_html(b.reward, frame.csrf_input))
-    out.append(
+    parts += [
+        '\n<span class="head-tools">',
+        REWARD,
         f'<a class="permalink" href="{_e(b.permalink)}" title="Permalink{number}">'
-        f"#{b.number if b.number else ''}</a></span></header>\n"
-    )
+        f"#{b.number if b.number else ''}</a></span></header>\n",
+        LABELS,
+        "\n",
+    ]
+    parts += [*_body_parts(b, frame), "\n"]
+    if lazy_drawer:  # its contents come when it opens: the drawer_body partial of its view
+        parts += [
+            f'<details class="drawer" hx-get="{full}" hx-trigger="toggle once" '
+            f'hx-target="#drawer-{bid}" hx-swap="outerHTML"><summary title="Metadata, raw '
+            f'and extra">details</summary><div class="drawer-body" id="drawer-{bid}">',
+            *_drawer_foot(b, frame, bid, full),
+            "</div></details>\n</article>",
+        ]
+    else:
+        opened = " open" if frame.block_page else ""
+        parts += [
+            f'<details class="drawer"{opened}><summary title="Metadata, raw and extra">'
+            "details</summary>",
+            *_drawer_parts(b, frame, bid, full),
+            "</details>\n</article>",
+        ]
+    return parts
+
+
+def _warning(label: str, why: str) -> str:
+    title = f' title="{_e(why)}"' if why else ""
+    return f'<span class="badge warn"{title}>{_e(label)}</span>'
+
+
+def _holes(b: Any, frame: Frame) -> tuple[str, str, str, str, Any, str]:
+    """What a block's holes hold in this response (BlockView or PageBlock)."""
+    labels = ""
     if b.labels:
         names = "".join(
             f'<a class="label-tag small" href="#annotations" title="label">{_shown(name)}</a> '
             for name in b.labels
         )
-        out.append(f'<p class="block-labels">{names}</p>')
-    out.append("\n")
-    _body_into(out, b, frame, bid, full)
-    out.append("\n")
-    if b.drawer:
-        opened = " open" if frame.block_page else ""
-        out.append(
-            f'<details class="drawer"{opened}><summary title="Metadata, raw and extra">'
-            f"details</summary>{drawer_body_html(b, frame)}</details>\n</article>"
-        )
-    else:  # its contents come when it opens: the drawer_body partial of the block's view
-        out.append(
-            f'<details class="drawer" hx-get="{full}" hx-trigger="toggle once" '
-            f'hx-target="#drawer-{bid}" hx-swap="outerHTML"><summary title="Metadata, raw '
-            f'and extra">details</summary><div class="drawer-body" id="drawer-{bid}">'
-            f"{_drawer_foot(b, frame, bid, full)}</div></details>\n</article>"
-        )
+        labels = f'<p class="block-labels">{names}</p>'
+    return (
+        " has-reward" if b.reward.is_set else "",
+        "".join(_warning(label, why) for label, why in b.marks) if b.marks else "",
+        reward_html(b.reward, frame.csrf_input),
+        labels,
+        b.body,
+        _label_this(b, frame.can_edit),
+    )
 
 
-def _row_into(out: list[str], row: "RowView", frame: Frame) -> None:
+def _fill(out: list[str], parts: list[str | int], holes: tuple) -> None:
+    for part in parts:
+        out.append(holes[part] if type(part) is int else part)
+
+
+def _block_into(out: list[str], b: Any, frame: Frame) -> None:
+    """`block_html`, appended to `out` in pieces (a page's rows are joined once: its
+    bodies are most of its bytes, and each join copies them)."""
+    if type(b) is not PageBlock:
+        _fill(out, _article(b, frame, lazy_drawer=not b.drawer), _holes(b, frame))
+        return
+    html, (c0, c1, c2, c3, c4, c5, c6) = b.html, b.cuts
+    has_reward, marks, reward, labels, body, label_this = _holes(b, frame)
+    out += (
+        html[:c0], has_reward, html[c0:c1], marks, html[c1:c2], reward, html[c2:c3], labels,
+        html[c3:c4], html[c4:c5] if body is None else body, html[c5:c6], label_this, html[c6:],
+    )  # fmt: skip
+
+
+def article_entry(b: BlockView) -> tuple[str, list[int]]:
+    """The block's <article> on the trace page, without what `_holes` puts in it (its
+    body aside, which it holds), and where each hole goes: the render cache's entry
+    (PageBlock)."""
+    out: list[str] = []
+    cuts: list[int] = []
+    at = 0
+    for part in _article(b, PAGE_FRAME, lazy_drawer=True):
+        if type(part) is int:
+            cuts.append(at)
+            if part == BODY:
+                out.append(b.body)
+                at += len(b.body)
+                cuts.append(at)
+            continue
+        out.append(part)
+        at += len(part)
+    return "".join(out), cuts
+
+
+@dataclass(slots=True)
+class PageBlock:
+    """A block the trace page draws from the render cache's article (`article_entry`),
+    with what `rows` and `_holes` read of it."""
+
+    id: str
+    sub_type: str
+    number: int | None
+    html: str
+    cuts: list[int]  # where the holes go: HAS_REWARD, MARKS, REWARD, LABELS, the body's
+    # start and end, LABEL_THIS
+    reward: RewardView
+    marks: list[tuple[str, str]]
+    labels: list[str]
+    cost: int
+    trace_url: str
+    without_text: bool = False
+    same_as: str = ""
+    awaits_children: bool = False
+    is_error: bool = False
+    body: Any = None  # None: the article's own; "" leaves it out
+
+
+def _row_into(out: list[str], row: RowView, frame: Frame) -> None:
     """One row of the lanes: its gutter, its message (or where it continues), its acts
     with their results."""
     dom_id = _e(row.dom_id)
@@ -274,8 +381,9 @@ def _row_into(out: list[str], row: "RowView", frame: Frame) -> None:
     out.append("\n        </div>\n      </div>")
 
 
-def rows_html(rows: list["RowView"], frame: Frame) -> str:
-    """A chunk's rows; turns folded under a repeated call after their first."""
+def rows_pieces(rows: list[RowView], frame: Frame) -> list[str]:
+    """A chunk's rows, as pieces of HTML (Deferred.put takes them); turns folded under a
+    repeated call after their first."""
     out: list[str] = []
     for row in rows:
         _row_into(out, row, frame)
@@ -296,7 +404,7 @@ def rows_html(rows: list["RowView"], frame: Frame) -> str:
             for repeat in row.repeats:
                 _row_into(out, repeat, frame)
             out.append("\n      </details>")
-    return "".join(out)
+    return out
 
 
 class Deferred:
@@ -307,19 +415,22 @@ class Deferred:
     was encoded."""
 
     def __init__(self) -> None:
-        self.parts: dict[bytes, str] = {}
+        self.parts: dict[bytes, list[str]] = {}
 
-    def put(self, html: str) -> str:
+    def put(self, pieces: list[str]) -> str:
+        """A marker for the HTML `pieces` make, joined."""
         # Content cannot forge a marker: it is escaped, and the marker is random.
         marker = f"<!--deferred-{secrets.token_hex(8)}-->"
-        self.parts[marker.encode()] = html
+        self.parts[marker.encode()] = pieces
         return marker
 
     def fill(self, response: Any) -> Any:
         content = response.content
-        for marker, html in self.parts.items():
+        for marker, pieces in self.parts.items():
             before, found, after = content.partition(marker)
             if found:
-                content = b"".join((before, html.encode(), after))
+                # Each piece encoded alone: joined first, one wide character (CJK, an
+                # emoji) in a body made the whole chunk a wide string, slower to encode.
+                content = b"".join((before, *[piece.encode() for piece in pieces], after))
         response.content = content
         return response

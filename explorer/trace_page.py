@@ -30,6 +30,7 @@ from explorer.render.markdown import markdown_block
 from explorer.render.snippet import highlighted, snippet
 from explorer.render.text import size_label, visible_text
 from explorer.templatetags.numbers import cost_text, duration_text, metadata_number, tokens_text
+from explorer.trace_html import BODY, PageBlock, article_entry
 from traces import jsontext, kinds
 from traces.ingest.images import referenced_images
 from traces.models import Annotation, Trace
@@ -185,7 +186,7 @@ class BlockView:
     folded: bool
     size: str
     badges: list[str]
-    warnings: list[tuple[str, str]]  # (label, title)
+    warnings: list[tuple[str, str]]  # (label, title), of its payload and metadata
     metadata: Any
     extra: Any
     raw: Any  # SafeString (inline), or None when loaded on demand
@@ -198,6 +199,7 @@ class BlockView:
     tone: str = ""  # one of a few colours for free-text roles (agents of a team)
     cost: int = 0
     number: int | None = None  # the how-manieth block of the trace (Block.number)
+    marks: list[tuple[str, str]] = field(default_factory=list)  # warnings of this response's
     labels: list[str] = field(default_factory=list)  # names of its failure labels
     without_text: bool = False  # a message with no text (a turn that only calls tools)
     is_error: bool = False  # a tool result its log flags as a tool error
@@ -213,14 +215,12 @@ class BlockView:
     in_url: str = ""  # its id as a path segment or query value (_in_url), if made already
 
     @property
-    def classes(self) -> str:
-        """The classes of its <article>."""
+    def kind_classes(self) -> str:
+        """The classes of its <article> but "has-reward" (trace_html.HAS_REWARD)."""
         out = f"block k-{self.kind}"
         if self.role_class:
             out += f" role-{self.role_class}"
-        if self.tone:
-            out += f" {self.tone}"
-        return out + " has-reward" if self.reward.is_set else out
+        return f"{out} {self.tone}" if self.tone else out
 
     @property
     def full_url(self) -> str:
@@ -449,6 +449,10 @@ class PageRenderer:
         about the trace, links, drawer) drawn for this response."""
         cached = self._cached(node)
         if cached is not None:
+            if not self.drawers:  # the trace page: the block's article, as kept
+                found = self._page_block(node, cached)
+                if found is not None:
+                    return found
             # None: its metadata or extra is too large to decode now.
             return self._from_cache(node, cached) or self.too_large(node)
         effort_limited = self.effort.limited
@@ -469,13 +473,19 @@ class PageRenderer:
             # plainer), and showing no stored image (whose type a later upload may give).
             payload_text = node["payload"].text if isinstance(node["payload"], StoredJson) else ""
             if payload_text and not referenced_images(payload_text):
-                prefix = self._cache_prefix(kind)
-                # Its fields as JSON, a line break, its body as it is (no JSON escapes to
-                # write or read in the largest part).
-                fields = {k: v for k, v in drawn.items() if k != "body"}
-                entry = f"{prefix}{jsontext.dumps(fields)}\n{drawn['body']}"
-                self._renders.append((node["id"], entry))
+                self._renders.append((node["id"], self._entry(kind, view, drawn)))
         return view
+
+    def _entry(self, kind: kinds.BlockKind, view: BlockView, drawn: dict[str, Any]) -> str:
+        """The render cache's entry of a block: its fields as JSON, a line break, and its
+        <article> on the trace page with its body in it (no JSON escapes to write or read
+        in the largest part), less what the response adds (trace_html.article_entry)."""
+        article, cuts = article_entry(view)
+        fields = {k: v for k, v in drawn.items() if k != "body"}
+        # What the article took from the block and the site besides its fields (a trace
+        # renumbered, a site moved): a page draws anew from the fields if they differ.
+        fields.update(cuts=cuts, number=view.number, at=view.trace_url, icon=view.icon_url)
+        return f"{self._cache_prefix(kind)}{jsontext.dumps(fields)}\n{article}"
 
     def draws(self, node: dict[str, Any]) -> bool:
         """Whether the response draws the block from its payload (the cache does not
@@ -509,11 +519,58 @@ class PageRenderer:
     def _from_cache(self, node: dict[str, Any], cached: str) -> BlockView | None:
         """The view of a block the render cache holds; None if its metadata or extra is
         too large to decode now."""
-        fields, _, body = cached.partition("\n")  # as `block` wrote it
+        fields, _, article = cached.partition("\n")  # as `_entry` wrote it
         drawn = orjson.loads(fields)
-        drawn["body"] = body
-        # Only what the reader-dependent parts read is decoded: the marks' metadata keys,
-        # the extra's reward.
+        cuts = drawn["cuts"]
+        drawn["body"] = article[cuts[BODY] : cuts[BODY + 1]]
+        metadata, extra = self._reader_fields(node)
+        if metadata is False:
+            return None
+        view = self._view(node, drawn, metadata, extra)
+        view.head_html = safe(drawn["head_html"])
+        return view
+
+    def _page_block(self, node: dict[str, Any], cached: str) -> PageBlock | None:
+        """The block as the trace page draws it from its kept article, and what this
+        response adds; None if the article is not of this page (a trace renumbered, a
+        site moved) or the block's metadata or extra is too large to decode now."""
+        fields, _, article = cached.partition("\n")
+        drawn = orjson.loads(fields)
+        kind = kinds.BY_SUB_TYPE[node["sub_type"]]
+        awaits_children, icon_url = self._kind_facts(kind)
+        number = node.get("number")
+        if drawn["number"] != number or drawn["at"] != self.trace_url or drawn["icon"] != icon_url:
+            return None
+        metadata, extra = self._reader_fields(node)
+        if metadata is False:
+            return None
+        cuts = drawn["cuts"]
+        block_id = node["id"]
+        return PageBlock(
+            id=block_id,
+            sub_type=kind.sub_type,
+            number=number,
+            html=article,
+            cuts=cuts,
+            reward=self._reward(block_id, _in_url(block_id), extra),
+            marks=self.marks(node, metadata),
+            labels=self.block_labels.get(block_id, []),
+            cost=cuts[BODY + 1]
+            - cuts[BODY]
+            + BLOCK_OVERHEAD
+            + _stored_chars(node.get("metadata"))
+            + _stored_chars(node.get("extra")),
+            trace_url=self.trace_url,
+            without_text=drawn["without_text"],
+            same_as=drawn["same_as"],
+            awaits_children=awaits_children,
+            is_error=bool(node.get("is_error")),
+        )
+
+    def _reader_fields(self, node: dict[str, Any]) -> tuple[Any, Any]:
+        """The block's metadata and extra as far as what a response adds to a kept block
+        reads them (the marks' metadata keys, the extra's reward), decoded only if it
+        does; (False, None) if they are too large to decode now."""
         metadata, extra = node.get("metadata"), node.get("extra")
         if isinstance(metadata, StoredJson) and not _MARK_KEYS.search(metadata.text):
             metadata = None
@@ -522,10 +579,8 @@ class PageRenderer:
         metadata, ok = self.decoded(metadata)
         extra, ok_extra = self.decoded(extra) if ok else (None, False)
         if not ok_extra:
-            return None
-        view = self._view(node, drawn, metadata, extra)
-        view.head_html = safe(drawn["head_html"])
-        return view
+            return False, None
+        return (metadata if isinstance(metadata, dict) else {}), extra
 
     def _drawn(
         self, payload: dict[str, Any], metadata: dict[str, Any], kind: kinds.BlockKind
@@ -595,7 +650,8 @@ class PageRenderer:
             folded=drawn["folded"],
             size=drawn["size"],
             badges=drawn["badges"],
-            warnings=[*map(tuple, drawn["warnings"]), *self.marks(node, metadata)],
+            warnings=[*map(tuple, drawn["warnings"])],
+            marks=self.marks(node, metadata),
             **(drawer or _NO_DRAWER),
             reward=self._reward(block_id, in_url, extra),
             labels=self.block_labels.get(block_id, []),

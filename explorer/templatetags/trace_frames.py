@@ -16,9 +16,9 @@ def _safe(html: str) -> SafeString:
 @register.simple_tag(takes_context=True)
 def trace_rows(context, rows) -> SafeString:
     """A chunk's rows; left to the view's `deferred` (trace_html.Deferred) if it has one."""
-    html = trace_html.rows_html(rows, trace_html.frame_of(context))
+    pieces = trace_html.rows_pieces(rows, trace_html.frame_of(context))
     deferred = context.get("deferred")
-    return _safe(deferred.put(html) if deferred is not None else html)
+    return _safe(deferred.put(pieces) if deferred is not None else "".join(pieces))
 
 
 @register.simple_tag(takes_context=True)

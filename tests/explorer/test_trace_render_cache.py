@@ -11,6 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from explorer import trace_page
 from explorer.render.effort import Effort
 from tests.explorer.conftest import PNG_URL, import_traces
+from tests.explorer.test_trace_story import imported
 from tests.explorer.test_trace_view import page_url
 from traces.models import Block, Trace
 from traces.services.annotations import annotation_create, block_extra_patch, label_create
@@ -187,3 +188,53 @@ def test_a_row_of_the_kinds_table_is_part_of_the_entry(member_client, chat_trace
     relabelled = type(call)(**{**call.__dict__, "label": "invocation"})
     monkeypatch.setitem(trace_page.kinds.BY_SUB_TYPE, "TOOL_CALL", relabelled)
     assert '<span class="kind-label">invocation</span>' in _page(member_client, chat_trace)
+
+
+def _fresh(client, trace: Trace) -> str:
+    """The page drawn anew: the render cache emptied first (the page fills it again)."""
+    Block.objects.filter(trace=trace).update(rendered=None)
+    return _page(client, trace)
+
+
+@pytest.mark.parametrize(
+    "log", ["inspect-ai/log_tool_call_error.json", "who-and-when/hand-crafted-1.json"]
+)
+def test_a_page_drawn_from_the_kept_articles_is_the_page_drawn_anew(
+    org, member_client, viewer_client, counted_renderers, log
+):
+    # Real logs: tool errors and stand-ins "not in the log" (marks), turns that only call
+    # tools (their message's body left out), a failure step; with a reward and a label.
+    trace = imported(org, log)
+    blocks = list(Block.objects.filter(trace=trace, turn__gte=0).order_by("number")[:3])
+    block_extra_patch(block=blocks[1], patch={"reward": 1})
+    label_create(dataset=trace.dataset, name="looped")
+    annotation_create(trace=trace, label="looped", block_id=blocks[2].pk)
+    for client in (member_client, viewer_client):
+        anew = _fresh(client, trace)
+        counted_renderers.clear()
+        kept = _page(client, trace)
+        assert counted_renderers == []  # every block from its kept article
+        assert kept == anew
+    assert 'class="thumb thumb-up is-on"' in _page(member_client, trace)
+    assert ">looped</a>" in kept and "has-reward" in kept and "reward <b>1</b>" in kept
+
+
+def test_a_kept_article_of_a_block_numbered_again_is_not_shown(member_client, chat_trace):
+    _page(member_client, chat_trace)
+    block = Block.objects.get(trace=chat_trace, number=2)
+    Block.objects.filter(pk=block.pk).update(number=7)  # as trace_blocks_placed_again may
+    html = _page(member_client, chat_trace)
+    assert 'title="Permalink to block 7">#7</a>' in html
+    assert 'title="Permalink to block 2">' not in html
+    assert html == _fresh(member_client, chat_trace)
+
+
+def test_a_kept_article_of_another_address_is_not_shown(member_client, chat_trace):
+    # A site moved under another path, or static files with other names: the articles
+    # hold both, and are drawn again from the entry's fields.
+    first = _page(member_client, chat_trace)
+    for block_id, text in _rendered(chat_trace).items():
+        moved = text.replace('"at":"/t/', '"at":"/old/t/').replace('"icon":"/', '"icon":"/old/')
+        assert moved != text
+        Block.objects.filter(pk=block_id).update(rendered=moved)
+    assert _page(member_client, chat_trace) == first
