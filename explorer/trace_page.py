@@ -74,6 +74,7 @@ def _render_version() -> str:
         Path(__file__),
         *sorted((here / "render").glob("*.py")),
         here / "templatetags" / "names.py",
+        here / "trace_html.py",  # the markup of the article the cache keeps
         here.parent / "templates" / "explorer" / "trace.html",
         Path(kinds.__file__),
         Path(jsontext.__file__),
@@ -528,6 +529,11 @@ class PageRenderer:
             return None
         view = self._view(node, drawn, metadata, extra)
         view.head_html = safe(drawn["head_html"])
+        kept_for = (drawn["number"], drawn["at"], drawn["icon"])
+        if "number" in node and kept_for != (view.number, view.trace_url, view.icon_url):
+            # Its article was kept for another number or address: kept again as drawn now.
+            kind = kinds.BY_SUB_TYPE[node["sub_type"]]
+            self._renders.append((node["id"], self._entry(kind, view, drawn)))
         return view
 
     def _page_block(self, node: dict[str, Any], cached: str) -> PageBlock | None:

@@ -226,7 +226,9 @@ def test_a_kept_article_of_a_block_numbered_again_is_not_shown(member_client, ch
     html = _page(member_client, chat_trace)
     assert 'title="Permalink to block 7">#7</a>' in html
     assert 'title="Permalink to block 2">' not in html
-    assert html == _fresh(member_client, chat_trace)
+    # ... and kept again for its new number: the next page fills its holes.
+    assert '"number":7,' in _rendered(chat_trace)[block.pk]
+    assert html == _page(member_client, chat_trace) == _fresh(member_client, chat_trace)
 
 
 def test_a_kept_article_of_another_address_is_not_shown(member_client, chat_trace):
@@ -238,3 +240,18 @@ def test_a_kept_article_of_another_address_is_not_shown(member_client, chat_trac
         assert moved != text
         Block.objects.filter(pk=block_id).update(rendered=moved)
     assert _page(member_client, chat_trace) == first
+    assert not any("/old/" in text for text in _rendered(chat_trace).values())  # kept again
+
+
+def test_a_change_to_the_articles_markup_is_a_new_render_version(monkeypatch):
+    # A deployment that changes how trace_html draws an article draws every kept one again.
+    from pathlib import Path
+
+    from explorer import trace_html
+
+    read = Path.read_bytes
+    changed = Path(trace_html.__file__).resolve()
+    monkeypatch.setattr(
+        Path, "read_bytes", lambda path: read(path) + (b"#" if path.resolve() == changed else b"")
+    )
+    assert trace_page._render_version() != trace_page.RENDER_VERSION
