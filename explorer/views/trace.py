@@ -64,9 +64,14 @@ def _block(trace: Trace, block_id: str) -> Block:
         raise Http404("no such block") from None
 
 
+# A place in a trace asked for in a URL is at most this (SQLite's integers are 64-bit:
+# a larger one failed the query).
+MAX_PLACE = 2**31
+
+
 def _int_param(request, name: str) -> int:
     try:
-        return max(0, int(request.GET.get(name, "0")))
+        return min(max(0, int(request.GET.get(name, "0"))), MAX_PLACE)
     except ValueError:
         return 0
 
@@ -105,6 +110,7 @@ def trace_page(request, trace_id: str):
         context = {
             "trace": trace,
             "deferred": deferred,
+            "can_edit": renderer.can_edit,  # its blocks' "label this block" links
             **page.chunk_context(renderer, row_total, start, None, acts_from),
         }
         return deferred.fill(render_page(request, TEMPLATE, context, partial="chunk"))

@@ -299,6 +299,24 @@ def test_rows_come_in_chunks(member_client, long_trace):
     assert "Show from the first row" in later
 
 
+def test_a_later_chunk_offers_label_this_block_to_editors_only(
+    member_client, viewer_client, imported_trace
+):
+    url = f"/t/{imported_trace.pk}/?after=1"
+    as_member = member_client.get(url, **HTMX).content.decode()
+    blocks = as_member.count("data-block")
+    assert blocks and as_member.count(">label this block</a>") == blocks
+    as_viewer = viewer_client.get(url, **HTMX).content.decode()
+    assert as_viewer.count("data-block") == blocks and "label this block" not in as_viewer
+
+
+@pytest.mark.parametrize("acts", ["9223372036854775807", "1" * 20])
+def test_a_place_too_large_for_the_database_opens_the_page(member_client, imported_trace, acts):
+    for headers in ({}, HTMX):
+        response = member_client.get(f"/t/{imported_trace.pk}/?after=1&acts={acts}", **headers)
+        assert response.status_code == 200
+
+
 def test_every_block_has_a_permalink_that_opens_the_page_at_it(member_client, imported_trace):
     html = member_client.get(page_url(imported_trace)).content.decode()
     page = parse(html)
