@@ -264,23 +264,24 @@ def _warning(label: str, why: str) -> str:
     return f'<span class="badge warn"{title}>{_e(label)}</span>'
 
 
-def _holes(b: Any, frame: Frame) -> tuple[str, str, str, str, Any, str]:
-    """What a block's holes hold in this response (BlockView or PageBlock)."""
-    labels = ""
-    if b.labels:
-        names = "".join(
-            f'<a class="label-tag small" href="#annotations" title="label">{_shown(name)}</a> '
-            for name in b.labels
-        )
-        labels = f'<p class="block-labels">{names}</p>'
+def _holes(b: BlockView, frame: Frame) -> tuple[str, str, str, str, Any, str]:
+    """What a BlockView's holes hold in this response (a PageBlock's: `_block_into`)."""
     return (
         " has-reward" if b.reward.is_set else "",
-        "".join(_warning(label, why) for label, why in b.marks) if b.marks else "",
+        "".join(_warning(label, why) for label, why in b.marks),
         reward_html(b.reward, frame.csrf_input),
-        labels,
+        _labels(b.labels) if b.labels else "",
         b.body,
         _label_this(b, frame.can_edit),
     )
+
+
+def _labels(names: list[str]) -> str:
+    tags = "".join(
+        f'<a class="label-tag small" href="#annotations" title="label">{_shown(name)}</a> '
+        for name in names
+    )
+    return f'<p class="block-labels">{tags}</p>'
 
 
 def _fill(out: list[str], parts: list[str | int], holes: tuple) -> None:
@@ -294,12 +295,28 @@ def _block_into(out: list[str], b: Any, frame: Frame) -> None:
     if type(b) is not PageBlock:
         _fill(out, _article(b, frame, lazy_drawer=not b.drawer), _holes(b, frame))
         return
+    # The kept article between the holes this response fills: an empty hole (most are)
+    # adds no piece, so its neighbours go as one slice (each piece is encoded alone).
     html, (c0, c1, c2, c3, c4, c5, c6) = b.html, b.cuts
-    has_reward, marks, reward, labels, body, label_this = _holes(b, frame)
-    out += (
-        html[:c0], has_reward, html[c0:c1], marks, html[c1:c2], reward, html[c2:c3], labels,
-        html[c3:c4], html[c4:c5] if body is None else body, html[c5:c6], label_this, html[c6:],
-    )  # fmt: skip
+    at = 0
+    if b.reward.is_set:
+        out += (html[:c0], " has-reward")
+        at = c0
+    if b.marks:
+        out += (html[at:c1], "".join(_warning(label, why) for label, why in b.marks))
+        at = c1
+    out += (html[at:c2], reward_html(b.reward, frame.csrf_input))
+    at = c2
+    if b.labels:
+        out += (html[at:c3], _labels(b.labels))
+        at = c3
+    if b.body is not None:  # left out
+        out += (html[at:c4], b.body)
+        at = c5
+    if frame.can_edit:
+        out += (html[at:c6], _label_this(b, True))
+        at = c6
+    out.append(html[at:])
 
 
 def article_entry(b: BlockView) -> tuple[str, list[int]]:
