@@ -171,8 +171,11 @@ def _drawer_foot(b: BlockView, frame: Frame, bid: str, full: str) -> list[str | 
 def _label_this(b: Any, can_edit: bool) -> str:
     if not can_edit:
         return ""
+    # The page it opens shows the block too (?focus): a reader deep in a long trace keeps
+    # their place under the labels card.
+    bid = _e(b.id)
     return (
-        f' &middot; <a class="label-this" href="{_e(b.trace_url)}?annotate={_e(b.id)}'
+        f' &middot; <a class="label-this" href="{_e(b.trace_url)}?annotate={bid}&amp;focus={bid}'
         '#annotations" title="Tag this block with a label or a comment">label this block</a>'
     )
 

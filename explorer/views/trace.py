@@ -101,7 +101,8 @@ def trace_page(request, trace_id: str):
     row_total = counts["MESSAGE"]
     start = min(_int_param(request, "after"), row_total)
     if _ASCII_DIGITS.fullmatch(request.GET.get("row", "").strip()):  # "go to row n", from 1
-        start = min(max(0, int(request.GET["row"].strip()[:12]) - 1), row_total)
+        # A row past the last opens at the last (not at an empty page after it).
+        start = min(max(0, int(request.GET["row"].strip()[:12]) - 1), max(0, row_total - 1))
     acts_from = _int_param(request, "acts") if start < row_total else 0
     # The rows go into the response's bytes after the template (trace_html.Deferred).
     deferred = Deferred()

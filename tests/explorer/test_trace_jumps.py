@@ -82,6 +82,22 @@ def test_go_to_row_n_counts_rows_from_one(trace_client, tool_trace):
     assert 'id="row-200"' in html
 
 
+def test_go_to_a_row_past_the_last_opens_at_the_last(trace_client, tool_trace):
+    rows = tool_trace.block_counts["MESSAGE"]
+    html = trace_client.get(page_url(tool_trace), {"row": rows + 1000}).content.decode()
+    assert f'id="row-{rows - 1}"' in html
+    assert "This trace has no blocks" not in html
+
+
+def test_label_this_block_opens_the_page_at_the_block_and_its_form(trace_client, tool_trace):
+    block = Block.objects.get(trace=tool_trace, turn=250, step__gt=0)
+    html = trace_client.get(page_url(tool_trace), {"focus": block.pk}).content.decode()
+    link = f"{page_url(tool_trace)}?annotate={block.pk}&amp;focus={block.pk}#annotations"
+    assert f'<a class="label-this" href="{link}"' in html
+    opened = trace_client.get(link.replace("&amp;", "&").split("#")[0]).content.decode()
+    assert f'id="{block.pk}"' in opened and f'value="{block.pk}"' in opened  # the form's block
+
+
 def test_a_permalink_opens_the_page_at_its_block(trace_client, tool_trace):
     block = Block.objects.get(trace=tool_trace, turn=250, step__gt=0)
     html = trace_client.get(page_url(tool_trace), {"focus": block.pk}).content.decode()
