@@ -16,6 +16,7 @@ explorer/render (BlockView.body, .metadata, .extra, .raw, .head_html), which esc
 sanitizes it there.
 """
 
+import dataclasses
 import secrets
 from dataclasses import dataclass
 from html import escape
@@ -82,6 +83,34 @@ def reward_html(reward: RewardView, csrf_input: str) -> str:
             f'<span class="reward reward-readonly" id="{_e(reward.dom_id)}" '
             f'title="reward (read only)">reward <b>{_e(reward.display)}</b></span>'
         )
+    if reward.value is None and not reward.error:  # most blocks: one form, its ids aside
+        before, between, again, after = _unset_form(reward, csrf_input)
+        url = _e(reward.url)
+        return f"{before}{_e(reward.dom_id)}{between}{url}{again}{url}{after}"
+    return _form(reward, csrf_input)
+
+
+_URL, _DOM_ID = "\x00url\x00", "\x00dom-id\x00"  # no content: each is an argument of ours
+_unset_forms: dict[tuple[str, str, str, str], list[str]] = {}
+
+
+def _unset_form(reward: RewardView, csrf_input: str) -> list[str]:
+    """The form of a reward not set (`_form`) in four pieces, around its element id and
+    its URL (twice): made once a response (its CSRF field is the response's), filled for
+    each block."""
+    key = (csrf_input, reward.target, reward.up_icon, reward.down_icon)
+    found = _unset_forms.get(key)
+    if found is None:
+        if len(_unset_forms) >= 16:  # a response's forms are asked for together
+            _unset_forms.clear()
+        sample = dataclasses.replace(reward, url=_URL, dom_id=_DOM_ID)
+        before, _, rest = _form(sample, csrf_input).partition(_DOM_ID)
+        found = _unset_forms[key] = [before, *rest.split(_URL)]
+    return found
+
+
+def _form(reward: RewardView, csrf_input: str) -> str:
+    """The reward control of who may edit."""
     url = _e(reward.url)
     # Each of the control's states read once (a page draws this control on every block).
     error, is_set, is_up, is_down = reward.error, reward.is_set, reward.is_up, reward.is_down
