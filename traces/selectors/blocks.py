@@ -203,10 +203,18 @@ def _page_nodes(
     while rows:
         nodes = []
         for row in rows:
-            node = dict(zip(_PAGE_FIELDS, row[:5], strict=True))
-            for name, text in zip(_PAGE_JSON, row[5:7], strict=True):
-                node[name] = None if text is None else StoredJson(text)
-            node["rendered"] = row[12]
+            # _PAGE_COLUMNS, spelled out: a page makes a few hundred of these.
+            block_id, trace_id, block_type, sub_type, parent, metadata, extra = row[:7]
+            node = {
+                "id": block_id,
+                "trace_id": trace_id,
+                "block_type": block_type,
+                "sub_type": sub_type,
+                "parent_block_id": parent,
+                "metadata": None if metadata is None else StoredJson(metadata),
+                "extra": None if extra is None else StoredJson(extra),
+                "rendered": row[12],
+            }
             if row[11]:  # a tool error, as its format said (Block.is_error)
                 node["is_error"] = True
             nodes.append(node)
