@@ -456,7 +456,7 @@ class PageRenderer:
                     return found
             # None: its metadata or extra is too large to decode now.
             return self._from_cache(node, cached) or self.too_large(node)
-        effort_limited = self.effort.limited
+        limits = self.effort.limits
         fields = {}
         for name in ("payload", "metadata", "extra"):
             fields[name], ok = self.decoded(node.get(name))
@@ -469,7 +469,7 @@ class PageRenderer:
         drawn = self._drawn(payload, metadata, kind)
         view = self._view(node, drawn, metadata, fields["extra"])
         view.head_html = drawn["head_html"] = self.head_html(view)
-        if "rendered" in node and self.caching and not (effort_limited or self.effort.limited):
+        if "rendered" in node and self.caching and self.effort.limits == limits:
             # Drawn as any response would draw it (the effort allowance did not make it
             # plainer), and showing no stored image (whose type a later upload may give).
             payload_text = node["payload"].text if isinstance(node["payload"], StoredJson) else ""

@@ -57,17 +57,18 @@ class Effort:
     seconds: float = RICH_SECONDS
     highlight_chars: int = HIGHLIGHT_PAGE_CHARS
     started: float = field(default_factory=time.thread_time)
-    # Whether the response's allowance (its time, its highlighted characters) has made
-    # some formatting plainer than the content alone would: what was formatted since is
-    # not what another response would draw, and is not kept (the trace page's cache).
-    limited: bool = False
+    # How many times the response's allowance (its time, its highlighted characters)
+    # made some formatting plainer than the content alone would: a block formatted while
+    # this grew is not what another response would draw, and is not kept (the trace
+    # page's cache); one formatted whole after it (a huge block refused, time left) is.
+    limits: int = 0
 
     def left(self) -> bool:
         """Whether there is still time for rich formatting. Thread time, not process
         time: a threaded server's other requests do not count."""
         if time.thread_time() - self.started < self.seconds:
             return True
-        self.limited = True
+        self.limits += 1
         return False
 
     def may_highlight(self, code: str) -> bool:
@@ -76,7 +77,7 @@ class Effort:
         if n > HIGHLIGHT_MAX_CHARS:
             return False
         if n > self.highlight_chars:
-            self.limited = True
+            self.limits += 1
             return False
         if not self.left():
             return False
@@ -99,7 +100,7 @@ class Effort:
         left = self.seconds - (time.thread_time() - self.started)
         if len(text) * DECODE_SECONDS_PER_CHAR <= left:
             return True
-        self.limited = True
+        self.limits += 1
         return False
 
     def may_parse_json(self, text: str) -> bool:

@@ -163,10 +163,36 @@ def test_blocks_drawn_after_the_effort_allowance_ran_out_are_not_kept(
     monkeypatch.setattr(trace_page, "Effort", lambda: Effort(seconds=0))
     plain = _page(member_client, chat_trace)
     assert "<strong>brief</strong>" not in plain and "Be **brief**." in plain
-    assert set(_rendered(chat_trace).values()) == {None}
+    # ... and keeps none of what it drew plainer (a block it drew as any response would,
+    # a message with no text, may be kept).
+    kept = [text for text in _rendered(chat_trace).values() if text is not None]
+    assert len(kept) < chat_trace.block_count
+    assert not any("brief" in text or "Paris" in text for text in kept)
     # ... which the next response, with its own allowance, does not inherit.
     monkeypatch.setattr(trace_page, "Effort", Effort)
     assert "<strong>brief</strong>" in _page(member_client, chat_trace)
+
+
+def test_blocks_drawn_whole_after_a_block_too_large_to_draw_now_are_kept(member_client, org):
+    # A huge early block is refused (its decoding would overrun the response's time): the
+    # allowance is not spent, so the blocks after it are drawn whole, and kept; only the
+    # huge one is drawn again by each response (researcher review: it had stopped the
+    # cache for the rest of the trace, and every view drew everything after it).
+    huge = "[" + ",".join(["[]"] * 600_000) + "]"  # 1.8 MB of JSON text
+    events = [
+        {"role": "user", "content": "Start."},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "function": {"name": "dump", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": huge},
+        *[{"role": r, "content": f"turn **{n}**"} for n in range(6) for r in ("user", "assistant")],
+    ]  # fmt: skip
+    [trace] = import_traces(org, "render-cache-huge", [events])
+    first = _page(member_client, trace)
+    assert "A large block" in first and "<strong>5</strong>" in first
+    kept = {b.payload.get("content") for b in Block.objects.filter(trace=trace)
+            if _rendered(trace)[b.pk] is not None}  # fmt: skip
+    assert "turn **5**" in kept and huge not in kept
+    assert _page(member_client, trace) == first
 
 
 def test_a_block_that_shows_a_stored_image_is_drawn_for_each_response(member_client, org):
