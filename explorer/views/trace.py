@@ -91,6 +91,18 @@ def _place(request, trace: Trace) -> tuple[int, int] | None:
     return turn, max(0, act - 1)
 
 
+def _jump_missing(request, trace: Trace) -> str:
+    """What the page says when "go to block n" asks for a block past the trace's last
+    (it opens at its first rows)."""
+    asked = request.GET.get("block", "").strip()
+    if not _ASCII_DIGITS.fullmatch(asked):
+        return ""
+    number = int(asked[:12])
+    if 1 <= number <= trace.block_count:
+        return ""
+    return f"There is no block {number}: this trace has {trace.block_count} (numbered from 1)."
+
+
 @require_safe
 @policy_errors
 def trace_page(request, trace_id: str):
@@ -150,6 +162,7 @@ def trace_page(request, trace_id: str):
         "can_edit": renderer.can_edit,
         **notes,
         "start": start,
+        "jump_missing": _jump_missing(request, trace),
         # The outline opens at the page of turns the page opened at (a jump to row n).
         "outline_from": start - start % page.OUTLINE_TURNS,
         "start_url": reverse("trace", args=[trace.pk]),

@@ -76,6 +76,15 @@ def test_go_to_a_block_or_row_that_is_not_there_opens_the_first_rows(trace_clien
         assert "turn number 0<" in response.content.decode()
 
 
+def test_go_to_a_block_past_the_last_says_so(trace_client, tool_trace):
+    total = tool_trace.block_count
+    for asked in (total + 1, 0):
+        html = trace_client.get(page_url(tool_trace), {"block": asked}).content.decode()
+        assert f"There is no block {asked}: this trace has {total} (numbered from 1)." in html
+    html = trace_client.get(page_url(tool_trace), {"block": total}).content.decode()
+    assert "There is no block" not in html
+
+
 def test_go_to_row_n_counts_rows_from_one(trace_client, tool_trace):
     html = trace_client.get(page_url(tool_trace), {"row": 201}).content.decode()
     assert "turn number 200<" in html and "turn number 199<" not in html
