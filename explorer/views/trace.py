@@ -37,6 +37,7 @@ from traces.selectors.blocks import (
     block_place,
     trace_block_hits,
     trace_outline_rows,
+    turn_acts,
 )
 from traces.selectors.neighbours import trace_neighbours
 from traces.selectors.traces import trace_passing_trial_exists
@@ -95,7 +96,7 @@ def _jump_missing(request, trace: Trace) -> str:
     """What the page says when "go to block n" asks for a block past the trace's last
     (it opens at its first rows)."""
     asked = request.GET.get("block", "").strip()
-    if not _ASCII_DIGITS.fullmatch(asked):
+    if not _ASCII_DIGITS.fullmatch(asked) or request.GET.get("focus"):  # focus goes first
         return ""
     number = int(asked[:12])
     if 1 <= number <= trace.block_count:
@@ -112,12 +113,18 @@ def trace_page(request, trace_id: str):
     counts = page.block_counts(trace)
     row_total = counts["MESSAGE"]
     start = min(_int_param(request, "after"), row_total)
-    if _ASCII_DIGITS.fullmatch(request.GET.get("row", "").strip()):  # "go to row n", from 1
-        # A row past the last opens at the last (not at an empty page after it).
-        start = min(max(0, int(request.GET["row"].strip()[:12]) - 1), max(0, row_total - 1))
     acts_from = _int_param(request, "acts") if start < row_total else 0
     # The rows go into the response's bytes after the template (trace_html.Deferred).
     deferred = Deferred()
+    if not wants_partial(request):
+        # A page opens at a row it has (not at an empty page after the last, or after the
+        # last act of a row: URLs made by hand).
+        start = min(start, max(0, row_total - 1))
+        if _ASCII_DIGITS.fullmatch(request.GET.get("row", "").strip()):  # "go to row n", from 1
+            start = min(max(0, int(request.GET["row"].strip()[:12]) - 1), max(0, row_total - 1))
+            acts_from = 0
+        if acts_from and acts_from >= turn_acts(trace=trace, turn=start):
+            acts_from = 0
     if wants_partial(request):  # the next chunk, asked for by the one before
         renderer = page.PageRenderer(request, trace, drawers=False)
         context = {

@@ -76,6 +76,13 @@ def test_go_to_a_block_or_row_that_is_not_there_opens_the_first_rows(trace_clien
         assert "turn number 0<" in response.content.decode()
 
 
+@pytest.mark.parametrize("query", ["after=100000", "row=100000&acts=1", "after=1&acts=99999"])
+def test_a_place_past_the_trace_opens_at_a_row_it_has(trace_client, tool_trace, query):
+    # URLs made by hand: after the last row, or after the last act of a row.
+    html = trace_client.get(f"{page_url(tool_trace)}?{query}").content.decode()
+    assert "This trace has no blocks" not in html and 'class="row"' in html
+
+
 def test_go_to_a_block_past_the_last_says_so(trace_client, tool_trace):
     total = tool_trace.block_count
     for asked in (total + 1, 0):
@@ -83,6 +90,11 @@ def test_go_to_a_block_past_the_last_says_so(trace_client, tool_trace):
         assert f"There is no block {asked}: this trace has {total} (numbered from 1)." in html
     html = trace_client.get(page_url(tool_trace), {"block": total}).content.decode()
     assert "There is no block" not in html
+    block = Block.objects.get(trace=tool_trace, number=5)
+    focused = {"focus": block.pk, "block": total + 1}  # the block asked for by id goes first
+    assert (
+        "There is no block" not in trace_client.get(page_url(tool_trace), focused).content.decode()
+    )
 
 
 def test_go_to_row_n_counts_rows_from_one(trace_client, tool_trace):
