@@ -529,8 +529,7 @@ class PageRenderer:
             return None
         view = self._view(node, drawn, metadata, extra)
         view.head_html = safe(drawn["head_html"])
-        kept_for = (drawn["number"], drawn["at"], drawn["icon"])
-        if "number" in node and kept_for != (view.number, view.trace_url, view.icon_url):
+        if "number" in node and not self._kept_here(drawn, view.number, view.icon_url):
             # Its article was kept for another number or address: kept again as drawn now.
             kind = kinds.BY_SUB_TYPE[node["sub_type"]]
             self._renders.append((node["id"], self._entry(kind, view, drawn)))
@@ -545,7 +544,7 @@ class PageRenderer:
         kind = kinds.BY_SUB_TYPE[node["sub_type"]]
         awaits_children, icon_url = self._kind_facts(kind)
         number = node.get("number")
-        if drawn["number"] != number or drawn["at"] != self.trace_url or drawn["icon"] != icon_url:
+        if not self._kept_here(drawn, number, icon_url):
             return None
         metadata, extra = self._reader_fields(node)
         if metadata is False:
@@ -561,17 +560,18 @@ class PageRenderer:
             reward=self._reward(block_id, _in_url(block_id), extra),
             marks=self.marks(node, metadata),
             labels=self.block_labels.get(block_id, []),
-            cost=cuts[BODY + 1]
-            - cuts[BODY]
-            + BLOCK_OVERHEAD
-            + _stored_chars(node.get("metadata"))
-            + _stored_chars(node.get("extra")),
+            cost=_cost(node, cuts[BODY + 1] - cuts[BODY]),
             trace_url=self.trace_url,
             without_text=drawn["without_text"],
             same_as=drawn["same_as"],
             awaits_children=awaits_children,
             is_error=bool(node.get("is_error")),
         )
+
+    def _kept_here(self, drawn: dict[str, Any], number: int | None, icon_url: str) -> bool:
+        """Whether a kept article was drawn for this block number, this trace's address
+        and this icon's (`_entry`)."""
+        return (drawn["number"], drawn["at"], drawn["icon"]) == (number, self.trace_url, icon_url)
 
     def _reader_fields(self, node: dict[str, Any]) -> tuple[Any, Any]:
         """The block's metadata and extra as far as what a response adds to a kept block
@@ -639,8 +639,6 @@ class PageRenderer:
         metadata = metadata if isinstance(metadata, dict) else {}
         extra = extra if extra is not None else {}
         drawer = self._drawer(metadata, extra, node.get("raw")) if self.drawers else None
-        # The drawer counts as its stored JSON, rendered here or not.
-        drawer_chars = _stored_chars(node.get("metadata")) + _stored_chars(node.get("extra"))
         awaits_children, icon_url = self._kind_facts(kind)
         block_id = node["id"]
         in_url = _in_url(block_id)  # once: the reward's URL, the block's and its permalink
@@ -665,7 +663,7 @@ class PageRenderer:
             awaits_children=awaits_children,
             role_class=drawn["role_class"],
             tone=drawn["tone"],
-            cost=len(drawn["body"]) + drawer_chars + BLOCK_OVERHEAD,
+            cost=_cost(node, len(drawn["body"])),
             number=node.get("number"),
             without_text=drawn["without_text"],
             is_error=bool(node.get("is_error")),
@@ -812,6 +810,17 @@ def _in_url(block_id: str) -> str:
     """A block id as a path segment or query value (ours need no quoting: looked at
     first, which costs a tenth of quoting)."""
     return block_id if _URL_SAFE.fullmatch(block_id) else quote(block_id, safe="")
+
+
+def _cost(node: dict[str, Any], body_chars: int) -> int:
+    """What a block counts for toward a chunk's CHUNK_CHARS: its body, its markup, and
+    its drawer as its stored JSON (rendered here or not)."""
+    return (
+        body_chars
+        + BLOCK_OVERHEAD
+        + _stored_chars(node.get("metadata"))
+        + _stored_chars(node.get("extra"))
+    )
 
 
 def _stored_chars(value: Any) -> int:
