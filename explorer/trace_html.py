@@ -145,7 +145,7 @@ def _form(reward: RewardView, csrf_input: str) -> str:
 def body_html(b: BlockView, frame: Frame) -> str:
     """The block's body (the `block_body` partial): its preview and "Show all", or the
     whole of it and "Fold"."""
-    return "".join(b.body if type(part) is int else part for part in _body_parts(b, frame))
+    return _filled(_body_parts(b, frame), {BODY: b.body})
 
 
 def _body_parts(b: BlockView, frame: Frame) -> list[str | int]:
@@ -211,11 +211,8 @@ def _label_this(b: Any, can_edit: bool) -> str:
 
 def drawer_body_html(b: BlockView, frame: Frame) -> str:
     """The drawer's contents (the `drawer_body` partial): metadata, extra, raw."""
-    holes = ("",) * LABEL_THIS + (_label_this(b, frame.can_edit),)
-    return "".join(
-        holes[part] if type(part) is int else part
-        for part in _drawer_parts(b, frame, _e(b.id), _e(b.full_url))
-    )
+    parts = _drawer_parts(b, frame, _e(b.id), _e(b.full_url))
+    return _filled(parts, {LABEL_THIS: _label_this(b, frame.can_edit)})
 
 
 def _drawer_parts(b: BlockView, frame: Frame, bid: str, full: str) -> list[str | int]:
@@ -316,9 +313,16 @@ def _labels(names: list[str]) -> str:
     return f'<p class="block-labels">{tags}</p>'
 
 
-def _fill(out: list[str], parts: list[str | int], holes: tuple) -> None:
+def _fill(out: list[str], parts: list[str | int], holes: Any) -> None:
+    """`parts` appended to `out`, each hole (an int) as `holes` holds it."""
     for part in parts:
         out.append(holes[part] if type(part) is int else part)
+
+
+def _filled(parts: list[str | int], holes: Any) -> str:
+    out: list[str] = []
+    _fill(out, parts, holes)
+    return "".join(out)
 
 
 def _block_into(out: list[str], b: Any, frame: Frame) -> None:

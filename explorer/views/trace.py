@@ -116,15 +116,6 @@ def trace_page(request, trace_id: str):
     acts_from = _int_param(request, "acts") if start < row_total else 0
     # The rows go into the response's bytes after the template (trace_html.Deferred).
     deferred = Deferred()
-    if not wants_partial(request):
-        # A page opens at a row it has (not at an empty page after the last, or after the
-        # last act of a row: URLs made by hand).
-        start = min(start, max(0, row_total - 1))
-        if _ASCII_DIGITS.fullmatch(request.GET.get("row", "").strip()):  # "go to row n", from 1
-            start = min(max(0, int(request.GET["row"].strip()[:12]) - 1), max(0, row_total - 1))
-            acts_from = 0
-        if acts_from and acts_from >= turn_acts(trace=trace, turn=start):
-            acts_from = 0
     if wants_partial(request):  # the next chunk, asked for by the one before
         renderer = page.PageRenderer(request, trace, drawers=False)
         context = {
@@ -134,6 +125,15 @@ def trace_page(request, trace_id: str):
             **page.chunk_context(renderer, row_total, start, None, acts_from),
         }
         return deferred.fill(render_page(request, TEMPLATE, context, partial="chunk"))
+    # A page opens at a row it has (not at an empty page after the last, or after the last
+    # act of a row: URLs made by hand).
+    last_row = max(0, row_total - 1)
+    start = min(start, last_row)
+    if _ASCII_DIGITS.fullmatch(request.GET.get("row", "").strip()):  # "go to row n", from 1
+        start = min(max(0, int(request.GET["row"].strip()[:12]) - 1), last_row)
+        acts_from = 0
+    if acts_from and acts_from >= turn_acts(trace=trace, turn=start):
+        acts_from = 0
     notes = annotations_context(request, trace, block=request.GET.get("annotate", ""))
     # The blocks' labels are taken from the annotations the page lists, if it lists all.
     listed_all = len(notes["annotations"]) < ANNOTATIONS_SHOWN
