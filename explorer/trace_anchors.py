@@ -13,8 +13,9 @@ from typing import Any
 import orjson
 from django.urls import reverse
 
-from traces.models import Annotation, Trace, TraceEvent
+from traces.models import Annotation, Trace
 from traces.selectors.anchors import AnchoredNote, anchored_notes
+from traces.selectors.traces import trace_has_events
 
 
 def _author(annotation: Annotation) -> str:
@@ -30,9 +31,9 @@ def anchors_context(trace: Trace, annotations: list[Annotation], *, can_edit: bo
     notes: list[AnchoredNote] = anchored_notes(annotations=annotations, trace=trace)
     for note in notes:  # the list draws each annotation's place from here
         note.annotation.anchor = note
-    has_events = TraceEvent.objects.filter(trace=trace).exists()
     island: dict[str, Any] = {
-        "can_comment": can_edit and has_events,
+        # Only editors may comment, on a trace kept as its events (no query for others).
+        "can_comment": can_edit and trace_has_events(trace=trace),
         "url": reverse("trace-anchor", args=[trace.pk]),
         "notes": [note.island(author=_author(note.annotation)) for note in notes],
     }

@@ -30,8 +30,16 @@ from traces.models import (
     Organization,
     Trace,
 )
+from traces.selectors.prepared import Prepared
 
 Role = Membership.Role
+# Every request of a signed-in person asks (traces/selectors/prepared.py).
+_ROLES: Prepared[tuple[int, str]] = Prepared(
+    lambda user_id: Membership.objects.filter(user_id=user_id).values_list(
+        "organization_id", "role"
+    ),
+    int,
+)
 
 
 class Action(StrEnum):
@@ -71,8 +79,7 @@ class Actor:
             return {self.api_key.organization_id: self.api_key.role}
         if self.user is None:
             return {}
-        memberships = Membership.objects.filter(user=self.user)
-        return dict(memberships.values_list("organization_id", "role"))
+        return dict(_ROLES(self.user.pk))
 
     def role_in(self, organization_id: int) -> str | None:
         return self.roles.get(organization_id)

@@ -17,10 +17,10 @@ from traces.policy import Action, allows, require
 from traces.selectors.access import dataset_for, trace_for
 from traces.selectors.annotations import (
     annotation_get_in_org,
-    annotations_of,
+    annotations_shown,
     label_counts,
     label_get,
-    labels_of,
+    vocabulary_of,
 )
 from traces.selectors.blocks import block_numbers
 from traces.services.annotations import (
@@ -32,7 +32,6 @@ from traces.services.annotations import (
 
 DATASET_TEMPLATE = "explorer/dataset.html"
 TRACE_TEMPLATE = "explorer/trace.html"
-ANNOTATIONS_SHOWN = 500  # a trace page lists its first annotations
 
 
 def labels_context(request, dataset: Dataset, error: str = "", entered: str = "") -> dict:
@@ -52,8 +51,8 @@ def annotations_context(
     request, trace: Trace, *, block: str = "", error: str = "", entered: str = ""
 ) -> dict:
     """The trace page's labels and comments card, and its form (for `block` if given)."""
-    vocabulary = list(labels_of(dataset=trace.dataset)) if trace.dataset_id else []
-    annotations = list(annotations_of(trace=trace)[:ANNOTATIONS_SHOWN])
+    vocabulary = vocabulary_of(dataset=trace.dataset) if trace.dataset_id else []
+    annotations = annotations_shown(trace=trace)
     can_edit = allows(actor(request), Action.WRITE, trace)
     anchors = anchors_context(trace, annotations, can_edit=can_edit)  # notes anchored to text
     _number_blocks(trace, annotations)
@@ -72,13 +71,12 @@ def annotations_context(
 def _number_blocks(trace: Trace, annotations: list) -> None:
     """Each annotation on a block (or anchored to one) gets `block_number`, the block's
     number as the trace page shows it ("on block #43"), from one query."""
+
     def block_of(annotation) -> str | None:
         anchor = getattr(annotation, "anchor", None)
         return anchor.place.block if anchor is not None else annotation.block_id
 
-    numbers = block_numbers(
-        trace=trace, block_ids={b for b in map(block_of, annotations) if b}
-    )
+    numbers = block_numbers(trace=trace, block_ids={b for b in map(block_of, annotations) if b})
     for annotation in annotations:
         annotation.block_number = numbers.get(block_of(annotation) or "")
 

@@ -26,11 +26,12 @@ from explorer.render.content import safe
 from explorer.render.json import json_html
 from explorer.trace_html import Deferred
 from explorer.views.base import htmx_target, render_page, wants_partial
-from explorer.views.labels import ANNOTATIONS_SHOWN, annotations_context
+from explorer.views.labels import annotations_context
 from traces.errors import NotFound, ValidationFailed
 from traces.models import Block, Trace
 from traces.policy import Action
 from traces.selectors.access import trace_for
+from traces.selectors.annotations import ANNOTATIONS_SHOWN
 from traces.selectors.blocks import (
     block_get,
     block_of,

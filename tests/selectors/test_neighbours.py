@@ -86,3 +86,21 @@ def test_neighbours_walk_every_sort_of_the_list_both_ways_with_ties_and_nulls(or
     assert trace_neighbours(trace=first, filters=rewarded, sort="-reward") == (
         every.get(index=3), every.get(index=4),
     )  # fmt: skip
+
+
+def test_the_list_as_it_opens_gives_what_an_empty_filter_gives_across_gaps(org):
+    """No filter and the index's order are read by two prepared queries; an empty filter
+    by the general walk: the same neighbours, with a trace deleted between."""
+    from traces.models import Trace
+    from traces.selectors.trace_filters import TraceFilter
+
+    traces = imported(org, "gaps", 5)
+    imported(org, "elsewhere", 2)
+    Trace.objects.filter(pk=traces[2].pk).delete()
+    kept = [trace for n, trace in enumerate(traces) if n != 2]
+    for trace in kept:
+        opened = trace_neighbours(trace=trace)
+        assert opened == trace_neighbours(trace=trace, filters=TraceFilter())
+    assert trace_neighbours(trace=kept[1]) == (kept[0], kept[2])
+    prev, nxt = trace_neighbours(trace=kept[1])
+    assert (nxt.pk, nxt.index, nxt.name) == (kept[2].pk, 3, kept[2].name)

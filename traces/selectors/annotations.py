@@ -6,13 +6,25 @@ from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
 from traces.models import Annotation, Dataset, Label, Organization, Trace
 from traces.selectors import first_or_not_found
+from traces.selectors.prepared import Prepared
 
 NUL = "\x00"
+ANNOTATIONS_SHOWN = 500  # a trace page lists its first annotations
 
 
 def labels_of(*, dataset: Dataset) -> QuerySet[Label]:
     """The dataset's vocabulary by name."""
     return Label.objects.filter(dataset=dataset).order_by("name", "id")
+
+
+_VOCABULARY: Prepared[Label] = Prepared(
+    lambda dataset_id: Label.objects.filter(dataset_id=dataset_id).order_by("name", "id"), str
+)
+
+
+def vocabulary_of(*, dataset: Dataset) -> list[Label]:
+    """`labels_of`, read as every trace page reads it (traces/selectors/prepared.py)."""
+    return _VOCABULARY(dataset.pk)
 
 
 @dataclass(frozen=True)
@@ -44,6 +56,22 @@ def annotations_of(*, trace: Trace) -> QuerySet[Annotation]:
         .select_related("label", "author", "api_key")
         .order_by("created_at", "id")
     )
+
+
+_SHOWN: Prepared[Annotation] = Prepared(
+    lambda trace_id: (
+        Annotation.objects.filter(trace_id=trace_id)
+        .select_related("label", "author", "api_key")
+        .order_by("created_at", "id")[:ANNOTATIONS_SHOWN]
+    ),
+    str,
+)
+
+
+def annotations_shown(*, trace: Trace) -> list[Annotation]:
+    """The first ANNOTATIONS_SHOWN of `annotations_of`, as every trace page reads them
+    (traces/selectors/prepared.py)."""
+    return _SHOWN(trace.pk)
 
 
 def annotation_get_in_org(*, organization: Organization, annotation_id: str) -> Annotation:

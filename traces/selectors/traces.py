@@ -3,9 +3,10 @@
 from django.db.models import Count, QuerySet
 
 from traces.errors import ValidationFailed
-from traces.models import Dataset, Organization, Trace
+from traces.models import Dataset, Organization, Trace, TraceEvent
 from traces.rewards import SUCCESS
 from traces.selectors import first_or_not_found
+from traces.selectors.prepared import Prepared
 from traces.selectors.search import datasets_matching
 from traces.selectors.trace_filters import TraceFilter, traces_filtered
 
@@ -85,3 +86,14 @@ def trace_passing_trial_exists(*, trace: Trace) -> bool:
         .exclude(pk=trace.pk)
         .exists()
     )
+
+
+_EVENT: Prepared[tuple] = Prepared(
+    lambda trace_id: TraceEvent.objects.filter(trace_id=trace_id).values_list("pk")[:1], str
+)
+
+
+def trace_has_events(*, trace: Trace) -> bool:
+    """Whether the trace is kept as the events a client sent (TraceEvent): what a note
+    anchored to its text is addressed in."""
+    return bool(_EVENT(trace.pk))
