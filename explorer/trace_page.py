@@ -114,6 +114,8 @@ class RewardView:
         if not self.up_icon:
             self.up_icon, self.down_icon = static(THUMB_UP), static(THUMB_DOWN)
         value = self.value
+        if value is None:  # most blocks' (a page makes one a block)
+            return
         if isinstance(value, bool):
             self.number = 1.0 if value else 0.0
         elif isinstance(value, int | float) and math.isfinite(value):
@@ -378,7 +380,8 @@ class PageRenderer:
             payload = node.get("payload")
             # A stored payload's references are found in its text, without decoding it.
             shas |= referenced_images(payload.text if isinstance(payload, StoredJson) else payload)
-        shas -= set(self.ctx.image_types)
+        if shas:  # (most calls: none, for every block is kept or shows no image)
+            shas.difference_update(self.ctx.image_types)
         if shas:
             self.ctx.image_types.update(trace_image_types(trace=self.trace, shas=shas))
 
@@ -478,15 +481,26 @@ class PageRenderer:
         return view
 
     def _entry(self, kind: kinds.BlockKind, view: BlockView, drawn: dict[str, Any]) -> str:
-        """The render cache's entry of a block: its fields as JSON, a line break, and its
-        <article> on the trace page with its body in it (no JSON escapes to write or read
-        in the largest part), less what the response adds (trace_html.article_entry)."""
+        """The render cache's entry of a block, three parts: what the trace page reads of it
+        (`_facts`) as JSON, a line break; its fields as JSON (what the other ways of drawing
+        a block read: `_from_cache`), a line break; and its <article> on the trace page with
+        its body in it (no JSON escapes to write or read in the largest part), less what
+        the response adds (trace_html.article_entry)."""
         article, cuts = article_entry(view)
         fields = {k: v for k, v in drawn.items() if k != "body"}
-        # What the article took from the block and the site besides its fields (a trace
-        # renumbered, a site moved): a page draws anew from the fields if they differ.
-        fields.update(cuts=cuts, number=view.number, at=view.trace_url, icon=view.icon_url)
-        return f"{self._cache_prefix(kind)}{jsontext.dumps(fields)}\n{article}"
+        facts = {
+            "cuts": cuts,
+            # What the article took from the block and the site besides its fields (a
+            # trace renumbered, a site moved): a page draws anew from the fields if they
+            # differ.
+            "number": view.number,
+            "at": view.trace_url,
+            "icon": view.icon_url,
+            "without_text": drawn["without_text"],
+            "same_as": drawn["same_as"],
+        }
+        dumps = jsontext.dumps
+        return f"{self._cache_prefix(kind)}{dumps(facts)}\n{dumps(fields)}\n{article}"
 
     def draws(self, node: dict[str, Any]) -> bool:
         """Whether the response draws the block from its payload (the cache does not
@@ -520,16 +534,16 @@ class PageRenderer:
     def _from_cache(self, node: dict[str, Any], cached: str) -> BlockView | None:
         """The view of a block the render cache holds; None if its metadata or extra is
         too large to decode now."""
-        fields, _, article = cached.partition("\n")  # as `_entry` wrote it
+        facts, fields, article = _entry_parts(cached)
         drawn = orjson.loads(fields)
-        cuts = drawn["cuts"]
+        cuts = facts["cuts"]
         drawn["body"] = article[cuts[BODY] : cuts[BODY + 1]]
         metadata, extra = self._reader_fields(node)
         if metadata is False:
             return None
         view = self._view(node, drawn, metadata, extra)
         view.head_html = safe(drawn["head_html"])
-        if "number" in node and not self._kept_here(drawn, view.number, view.icon_url):
+        if "number" in node and not self._kept_here(facts, view.number, view.icon_url):
             # Its article was kept for another number or address: kept again as drawn now.
             kind = kinds.BY_SUB_TYPE[node["sub_type"]]
             self._renders.append((node["id"], self._entry(kind, view, drawn)))
@@ -539,17 +553,16 @@ class PageRenderer:
         """The block as the trace page draws it from its kept article, and what this
         response adds; None if the article is not of this page (a trace renumbered, a
         site moved) or the block's metadata or extra is too large to decode now."""
-        fields, _, article = cached.partition("\n")
-        drawn = orjson.loads(fields)
+        facts, _, article = _entry_parts(cached)
         kind = kinds.BY_SUB_TYPE[node["sub_type"]]
         awaits_children, icon_url = self._kind_facts(kind)
         number = node.get("number")
-        if not self._kept_here(drawn, number, icon_url):
+        if not self._kept_here(facts, number, icon_url):
             return None
         metadata, extra = self._reader_fields(node)
         if metadata is False:
             return None
-        cuts = drawn["cuts"]
+        cuts = facts["cuts"]
         block_id = node["id"]
         return PageBlock(
             id=block_id,
@@ -562,16 +575,16 @@ class PageRenderer:
             labels=self.block_labels.get(block_id, []),
             cost=_cost(node, cuts[BODY + 1] - cuts[BODY]),
             trace_url=self.trace_url,
-            without_text=drawn["without_text"],
-            same_as=drawn["same_as"],
+            without_text=facts["without_text"],
+            same_as=facts["same_as"],
             awaits_children=awaits_children,
             is_error=bool(node.get("is_error")),
         )
 
-    def _kept_here(self, drawn: dict[str, Any], number: int | None, icon_url: str) -> bool:
+    def _kept_here(self, facts: dict[str, Any], number: int | None, icon_url: str) -> bool:
         """Whether a kept article was drawn for this block number, this trace's address
         and this icon's (`_entry`)."""
-        return (drawn["number"], drawn["at"], drawn["icon"]) == (number, self.trace_url, icon_url)
+        return (facts["number"], facts["at"], facts["icon"]) == (number, self.trace_url, icon_url)
 
     def _reader_fields(self, node: dict[str, Any]) -> tuple[Any, Any]:
         """The block's metadata and extra as far as what a response adds to a kept block
@@ -775,6 +788,14 @@ class PageRenderer:
             shown_row.acts_total = shown_row.acts_to
         chunk.rows = group_repeats(chunk.rows)
         return chunk
+
+
+def _entry_parts(cached: str) -> tuple[dict[str, Any], str, str]:
+    """A render cache entry (`PageRenderer._entry`, its version's prefix cut): its facts
+    (decoded), its fields (as JSON) and its article. (No JSON text holds a line break.)"""
+    first = cached.index("\n")
+    second = cached.index("\n", first + 1)
+    return orjson.loads(cached[:first]), cached[first + 1 : second], cached[second + 1 :]
 
 
 def group_repeats(rows: list[RowView]) -> list[RowView]:
