@@ -324,3 +324,28 @@ def test_key_checks_that_use_indexes_need_no_fresh_statistics(org):
         with connection.cursor() as cursor:
             cursor.execute("RESET enable_indexscan")
             cursor.execute("RESET enable_bitmapscan")
+
+
+@pytest.mark.postgres
+def test_an_import_that_grows_the_traces_by_a_tenth_analyzes_what_search_plans_from(
+    org, django_capture_on_commit_callbacks
+):
+    from django.db import connection
+
+    def estimated(table: str) -> float:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT reltuples FROM pg_class WHERE relname = %s", [table])
+            return cursor.fetchone()[0]
+
+    # Statistics taken while the tables were empty, as on a new site.
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE traces_trace, traces_search_pending")
+    assert estimated("traces_search_pending") <= 0
+    lines = "".join(
+        json.dumps({"messages": [{"role": "user", "content": f"run {n}"}]}) + "\n"
+        for n in range(60)
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        run(org, as_file(lines, "many.jsonl"))
+    assert estimated("traces_search_pending") >= 60  # the queue as it is now
+    assert estimated("traces_trace") >= 60

@@ -143,23 +143,37 @@ def blocks_matching(*, text: str, errors_only: bool = False) -> QuerySet[Block]:
 
 
 def _pg_hits(*, traces: QuerySet[Trace], text: str, errors_only: bool) -> tuple[str, list]:
-    """SQL of the (trace_id, block_id) of the blocks matching `text` (PostgreSQL), for a search
-    among `traces`: the GIN index's hits among the indexed traces (of any dataset: the
-    caller keeps its own), and the pending traces among `traces` read directly. A trace is
-    on one side or the other, never both (an indexed trace queued again may hold stale
-    vectors), so results are the same before and after the worker."""
+    """SQL of a WITH clause whose `hits` are the (trace_id, block_id) of the blocks matching
+    `text` (PostgreSQL), for a search among `traces`: the GIN index's hits among the
+    indexed traces (of any dataset: the caller keeps its own), and the pending traces
+    among `traces` read directly; the caller adds its SELECT from `hits`. A trace is on
+    one side or the other, never both (an indexed trace queued again may hold stale
+    vectors), so results are the same before and after the worker.
+
+    The pending traces among `traces` are a query of their own (`waiting`), run once.
+    Given as a subquery, under statistics taken before a large import (a search right
+    after it, before autovacuum's ANALYZE), the planner ran it again for each block that
+    matched: more than 18 minutes for 4,222 traces queued; 21 s as a query of its own
+    under the same statistics, 1 s once they are fresh (trace_import refreshes them)."""
     pending = SearchPending.objects.filter(trace_id=OuterRef("trace_id"))
     indexed = BlockSearch.objects.filter(PgDocumentMatch(F("document"), Value(text)))
     indexed = indexed.filter(~Exists(pending))
     if errors_only:
         indexed = indexed.filter(block__is_error=True)
     waiting = SearchPending.objects.filter(trace__in=traces.values("pk")).values("trace_id")
-    direct = _searched_blocks(errors_only=errors_only).filter(trace_id__in=waiting)
+    waiting_sql, waiting_params = waiting.query.sql_with_params()
+    direct = _searched_blocks(errors_only=errors_only).filter(
+        trace_id__in=RawSQL("SELECT trace_id FROM waiting", [])
+    )
     direct = direct.filter(PgTextMatch(F("payload"), Value(text)))
     both = indexed.values_list("trace_id", "block_id").union(
         direct.values_list("trace_id", "id"), all=True
     )
-    return both.query.sql_with_params()
+    both_sql, both_params = both.query.sql_with_params()
+    return (
+        f"WITH waiting AS MATERIALIZED ({waiting_sql}), hits AS MATERIALIZED ({both_sql})",
+        [*waiting_params, *both_params],
+    )
 
 
 def _unquoted(text: str) -> str:
@@ -192,9 +206,8 @@ def traces_matching(*, traces: QuerySet[Trace], text: str) -> QuerySet[Trace]:
         # plain subquery (OFFSET 0), the inner side of a nested loop under a low estimate
         # of the dataset's traces, it ran again for each trace, and the pending traces'
         # scan with it (130 s for 4,222 traces pending).
-        sql, params = _pg_hits(traces=traces, text=text, errors_only=errors_only)
-        hits = f"WITH hits AS MATERIALIZED ({sql}) SELECT trace_id FROM hits"
-        in_blocks = Q(pk__in=RawSQL(hits, params))
+        with_hits, params = _pg_hits(traces=traces, text=text, errors_only=errors_only)
+        in_blocks = Q(pk__in=RawSQL(f"{with_hits} SELECT trace_id FROM hits", params))
     # Labels and comments match too. They are few and short: the condition grows only
     # when one matches at all, so that a search that matches none keeps the plan above.
     notes = annotations_matching(text=text)
@@ -254,13 +267,12 @@ def _first_hits(*, trace_ids: list[str], text: str, errors_only: bool) -> dict[s
             .values_list("trace_id", "first")
         )
         return dict(rows)
-    # As traces_matching does: the GIN index's hits first (OFFSET 0 keeps them a subquery
-    # of their own), then these traces'.
+    # As traces_matching does: the GIN index's hits first, then these traces'.
     among = Trace.objects.filter(pk__in=trace_ids)
-    sql, params = _pg_hits(traces=among, text=text, errors_only=errors_only)
+    with_hits, params = _pg_hits(traces=among, text=text, errors_only=errors_only)
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT trace_id, min(block_id) FROM ({sql} OFFSET 0) hits "
+            f"{with_hits} SELECT trace_id, min(block_id) FROM hits "
             "WHERE trace_id = ANY(%s) GROUP BY trace_id",
             [*params, list(trace_ids)],
         )

@@ -52,7 +52,17 @@ from traces.ingest.failure import (
 )
 from traces.ingest.parts import Part, count_lines_before, cut, file_size, reopen
 from traces.ingest.types import USAGE_COLUMNS, DatasetMetadata, FormatProblem, TraceDraft
-from traces.models import Annotation, Block, Dataset, Image, Label, Organization, Trace, TraceImage
+from traces.models import (
+    Annotation,
+    Block,
+    Dataset,
+    Image,
+    Label,
+    Organization,
+    SearchPending,
+    Trace,
+    TraceImage,
+)
 from traces.order import Placer
 from traces.search_queue import search_queue_dataset_from, search_queued_here
 from traces.services.annotations import COMMENT_MAX, trace_reward
@@ -1041,6 +1051,8 @@ def _dataset_hashes(
 
 # After this many new blocks, PostgreSQL's statistics are looked at before the commit.
 ANALYZE_AFTER_BLOCKS = 10_000
+# ... and after this many new traces, those search reads after the commit (as autovacuum).
+SEARCH_ANALYZE_AFTER_TRACES = 50
 
 # The lookups of the deferred foreign keys' checks of new blocks (PostgreSQL's own, one
 # a row at commit): of their trace, and of their parent in the same trace.
@@ -1066,6 +1078,29 @@ def _refresh_statistics(blocks: int) -> None:
         cursor.execute(
             f"ANALYZE {Block._meta.db_table} (id, trace_id, parent_block_id), "
             f"{Trace._meta.db_table} (id)"
+        )
+
+
+def _refresh_search_statistics(traces: int) -> None:
+    """A search right after an import reads the queued traces' blocks directly
+    (traces/selectors/search.py), joining the queue to the dataset's traces as the
+    statistics of both tables say: those taken while the tables were all but empty (before
+    autovacuum's ANALYZE, up to a minute later) made the planner join them a row at a
+    time, each row of one against all of the other (21 s for 4,222 traces queued, and
+    more than 18 minutes before the queue was a query of its own). So once an import has
+    grown the traces by a tenth (when autovacuum would look), the queue (a small table) and
+    the traces' key columns are analyzed: a few milliseconds. After the commit, so that
+    its lock is held for that long only."""
+    if connection.vendor != "postgresql" or traces < SEARCH_ANALYZE_AFTER_TRACES:
+        return
+    table = Trace._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [table])
+        (known,) = cursor.fetchone()
+        if traces < max(known, 0) / 10:
+            return
+        cursor.execute(
+            f"ANALYZE {SearchPending._meta.db_table}, {table} (id, organization_id, dataset_id)"
         )
 
 
@@ -1152,6 +1187,8 @@ def trace_import(
             spool.settle_metadata()
             spool.write(dataset=dataset, first_index=dataset_lock_next_index(dataset=dataset))
             _refresh_statistics(spool.block_count)
+            written = spool.traces.count
+            transaction.on_commit(lambda: _refresh_search_statistics(written))
             brought = spool.dataset_metadata
             first_giver = {}
             for n, own in enumerate(spool.file_metadata):
