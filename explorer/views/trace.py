@@ -24,6 +24,7 @@ from explorer.access import actor, policy_errors
 from explorer.dataset_page import list_state
 from explorer.render.content import safe
 from explorer.render.json import json_html
+from explorer.render.text import visible_text
 from explorer.trace_html import Deferred
 from explorer.views.base import htmx_target, render_page, wants_partial
 from explorer.views.labels import annotations_context
@@ -94,15 +95,22 @@ def _place(request, trace: Trace) -> tuple[int, int] | None:
 
 
 def _jump_missing(request, trace: Trace) -> str:
-    """What the page says when "go to block n" asks for a block past the trace's last
-    (it opens at its first rows)."""
+    """What the page says when "go to block n" asks for no block of the trace: a number
+    past its last (or 0), or what is not a number (a URL made by hand); it opens at its
+    first rows."""
     asked = request.GET.get("block", "").strip()
-    if not _ASCII_DIGITS.fullmatch(asked) or request.GET.get("focus"):  # focus goes first
+    if not asked or request.GET.get("focus"):  # focus goes first
         return ""
-    number = int(asked[:12])
-    if 1 <= number <= trace.block_count:
-        return ""
-    return f"There is no block {number}: this trace has {trace.block_count} (numbered from 1)."
+    total = trace.block_count
+    if _ASCII_DIGITS.fullmatch(asked):
+        number = int(asked)
+        if 1 <= number <= total:
+            return ""
+        return f"There is no block {number}: this trace has {total} (numbered from 1)."
+    if asked.isascii() and asked.isdigit():  # more digits than any trace has blocks
+        return f"There is no block {asked[:12]}…: this trace has {total} (numbered from 1)."
+    shown = visible_text(asked[:20]) + ("…" if len(asked) > 20 else "")
+    return f"“{shown}” is not a block number: this trace has {total} blocks, numbered from 1."
 
 
 @require_safe

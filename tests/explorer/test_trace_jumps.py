@@ -97,6 +97,23 @@ def test_go_to_a_block_past_the_last_says_so(trace_client, tool_trace):
     )
 
 
+@pytest.mark.parametrize(
+    "asked, said",
+    [
+        ("1234567890123", "There is no block 123456789012…: this trace has {total}"),
+        ("-3", "“-3” is not a block number: this trace has {total} blocks"),
+        ("٣", "“٣” is not a block number"),  # a digit of another script
+        ("<b>x</b>", "“&lt;b&gt;x&lt;/b&gt;” is not a block number"),
+        ("\u202ex" * 30, "is not a block number"),
+    ],
+)
+def test_go_to_what_is_not_a_block_number_says_so(trace_client, tool_trace, asked, said):
+    html = trace_client.get(page_url(tool_trace), {"block": asked}).content.decode()
+    assert said.format(total=tool_trace.block_count) in html
+    assert 'id="row-0"' in html  # the page opens at its first rows
+    assert "\u202e" not in html
+
+
 def test_go_to_row_n_counts_rows_from_one(trace_client, tool_trace):
     html = trace_client.get(page_url(tool_trace), {"row": 201}).content.decode()
     assert "turn number 200<" in html and "turn number 199<" not in html
