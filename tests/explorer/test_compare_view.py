@@ -80,6 +80,29 @@ def test_with_a_alone_b_is_a_passing_trial_of_the_same_task(reader, trials):
     assert f'href="/t/{trials[1].pk}/"' in html
 
 
+def test_the_other_trials_are_told_apart_by_index_and_trial_before_their_names(reader, org):
+    # Trials of one task under long names that differ only at their end.
+    name = "tau2 airline " + "x" * 80
+    runs = import_traces(
+        org,
+        "named",
+        [
+            {
+                "messages": _events('{"q": "foo"}', "It is in a.py"),
+                "metadata": {"task_id": "t1", "trial": n, "name": f"{name} trial {n}"},
+            }
+            for n in range(3)
+        ],
+    )
+    html = reader.get("/compare/traces/", {"a": runs[0].pk}).content.decode()
+    options = re.findall(r'<option value="tr_[^"]+"[^>]*>([^<]+)</option>', html)
+    assert len(options) == 2 and len(set(options)) == 2
+    assert [o.split(" · ")[:2] for o in options] == [
+        [f"#{runs[1].index}", "trial 1"],
+        [f"#{runs[2].index}", "trial 2"],
+    ]
+
+
 def test_a_trial_of_a_task_alone_asks_for_another_trace(reader, trials):
     response = reader.get("/compare/traces/", {"a": trials[2].pk})
     assert response.status_code == 200
