@@ -265,8 +265,11 @@ def _article(b: BlockView, frame: Frame, lazy_drawer: bool) -> list[str | int]:
         REWARD,
         f'<a class="permalink" href="{_e(b.permalink)}" title="Permalink{number}">'
         f"#{b.number if b.number else ''}</a></span></header>\n",
+        # Always there, empty when the block has no label: tagging the block from the
+        # labels card swaps its labels in (explorer/views/labels.py, out of band).
+        f'<p class="block-labels" id="labels-{bid}">',
         LABELS,
-        "\n",
+        "</p>\n",
     ]
     parts += [*_body_parts(b, frame), "\n"]
     if lazy_drawer:  # its contents come when it opens: the drawer_body partial of its view
@@ -299,18 +302,18 @@ def _holes(b: BlockView, frame: Frame) -> tuple[str, str, str, str, Any, str]:
         " has-reward" if b.reward.is_set else "",
         "".join(_warning(label, why) for label, why in b.marks),
         reward_html(b.reward, frame.csrf_input),
-        _labels(b.labels) if b.labels else "",
+        label_tags(b.labels) if b.labels else "",
         b.body,
         _label_this(b, frame.can_edit),
     )
 
 
-def _labels(names: list[str]) -> str:
-    tags = "".join(
+def label_tags(names: list[str]) -> str:
+    """A block's labels, inside its `block-labels` paragraph."""
+    return "".join(
         f'<a class="label-tag small" href="#annotations" title="label">{_shown(name)}</a> '
         for name in names
     )
-    return f'<p class="block-labels">{tags}</p>'
 
 
 def _fill(out: list[str], parts: list[str | int], holes: Any) -> None:
@@ -344,7 +347,7 @@ def _block_into(out: list[str], b: Any, frame: Frame) -> None:
     out += (html[at:c2], reward_html(b.reward, frame.csrf_input))
     at = c2
     if b.labels:
-        out += (html[at:c3], _labels(b.labels))
+        out += (html[at:c3], label_tags(b.labels))
         at = c3
     if b.body is not None:  # left out
         out += (html[at:c4], b.body)

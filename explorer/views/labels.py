@@ -7,9 +7,11 @@ or, when refused, the partial with what was wrong (422) or the page with a messa
 from django.contrib import messages
 from django.http import HttpResponseRedirect
 from django.urls import reverse
+from django.utils.safestring import mark_safe
 
 from explorer.access import actor, page_write
 from explorer.trace_anchors import anchors_context
+from explorer.trace_html import label_tags
 from explorer.views.base import render_page, wants_partial
 from traces.errors import TraceStoreError
 from traces.models import Dataset, Trace
@@ -18,6 +20,7 @@ from traces.selectors.access import dataset_for, trace_for
 from traces.selectors.annotations import (
     annotation_get_in_org,
     annotations_shown,
+    block_label_names,
     label_counts,
     label_get,
     vocabulary_of,
@@ -120,10 +123,22 @@ def dataset_label_remove(request, dataset_id: str, label_id: str):
     return _dataset_answer(request, dataset)
 
 
-def _trace_answer(request, trace: Trace, error: str = "", entered: str = "", block: str = ""):
+def _trace_answer(
+    request, trace: Trace, error: str = "", entered: str = "", block: str = "",
+    tagged: str | None = None,
+):  # fmt: skip
+    """The labels card; with `tagged`, the id of a block whose labels changed, those
+    labels too, which htmx puts on the block where the page shows it (out of band)."""
+
+    def context() -> dict:
+        found = annotations_context(request, trace, block=block, error=error, entered=entered)
+        if tagged:
+            names = block_label_names(trace=trace).get(tagged, [])
+            found["labels_oob"] = [(tagged, mark_safe(label_tags(names)))]  # escaped there
+        return found
+
     return _answer(
-        request, TRACE_TEMPLATE, "annotations",
-        lambda: annotations_context(request, trace, block=block, error=error, entered=entered),
+        request, TRACE_TEMPLATE, "annotations", context,
         reverse("trace", args=[trace.pk]) + "#annotations", error,
     )  # fmt: skip
 
@@ -133,7 +148,7 @@ def trace_annotate(request, trace_id: str):
     trace = trace_for(actor=actor(request), trace_id=trace_id, action=Action.WRITE)
     post = request.POST
     try:
-        annotation_create(
+        made = annotation_create(
             trace=trace,
             label=post.get("label", ""),
             comment=post.get("comment", ""),
@@ -144,7 +159,7 @@ def trace_annotate(request, trace_id: str):
         return _trace_answer(
             request, trace, exc.message, post.get("comment", "")[:2000], post.get("block", "")
         )
-    return _trace_answer(request, trace)
+    return _trace_answer(request, trace, tagged=made.block_id if made.label_id else None)
 
 
 @page_write
@@ -154,4 +169,6 @@ def annotation_remove(request, trace_id: str, annotation_id: str):
     if annotation.trace_id != trace.pk:
         return _trace_answer(request, trace)  # nothing of this trace to remove
     annotation_delete(annotation=annotation)
-    return _trace_answer(request, trace)
+    return _trace_answer(
+        request, trace, tagged=annotation.block_id if annotation.label_id else None
+    )

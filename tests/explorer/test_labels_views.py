@@ -2,6 +2,8 @@
 tagging a trace or a block on the trace page, with and without htmx, on real tau2-bench
 runs."""
 
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -85,6 +87,42 @@ def test_tagging_a_block_from_the_trace_page(member, runs):
         '<a class="label-tag small" href="#annotations" title="label">hallucinated argument</a>'
         in page
     )  # noqa: E501
+
+
+def _oob_labels(html: str, block_id: str) -> list[str] | None:
+    """The names in the labels the answer puts on the block out of band (None: none)."""
+    found = re.search(
+        rf'<p class="block-labels" id="labels-{block_id}" hx-swap-oob="true">(.*?)</p>', html
+    )
+    return None if found is None else re.findall(r'title="label">([^<]*)</a>', found[1])
+
+
+def test_tagging_a_block_puts_its_labels_on_the_block_without_a_reload(member, runs):
+    label_create(dataset=runs, name="wrong-city")
+    label_create(dataset=runs, name="<no units>")
+    trace = runs.traces.order_by("index")[0]
+    call = trace.blocks.filter(sub_type="TOOL_CALL").order_by("created_at", "id").first()
+    page = member.get(reverse("trace", args=[trace.pk])).content.decode()
+    assert f'<p class="block-labels" id="labels-{call.pk}"></p>' in page  # where they go
+    url = reverse("trace-annotate", args=[trace.pk])
+    first = member.post(url, {"label": "wrong-city", "block": call.pk}, **HTMX).content.decode()
+    assert _oob_labels(first, call.pk) == ["wrong-city"]
+    second = member.post(url, {"label": "<no units>", "block": call.pk}, **HTMX).content.decode()
+    assert _oob_labels(second, call.pk) == ["wrong-city", "&lt;no units&gt;"]
+    # A comment alone, or a tag of the trace, leaves the blocks as they are.
+    commented = member.post(url, {"comment": "odd", "block": call.pk}, **HTMX).content.decode()
+    assert "hx-swap-oob" not in commented
+    on_trace = member.post(url, {"label": "wrong-city"}, **HTMX).content.decode()
+    assert "hx-swap-oob" not in on_trace
+    # Removing a tag takes it off the block.
+    tag = Annotation.objects.get(block_id=call.pk, label__name="wrong-city")
+    removed = member.post(
+        reverse("annotation-remove", args=[trace.pk, tag.pk]), **HTMX
+    ).content.decode()
+    assert _oob_labels(removed, call.pk) == ["&lt;no units&gt;"]
+    # Without JavaScript: back to the page, which shows them.
+    response = member.post(url, {"label": "wrong-city", "block": call.pk})
+    assert response.status_code == 302
 
 
 def test_an_empty_tag_is_refused_with_the_reason(member, runs):
