@@ -280,9 +280,7 @@ def test_a_block_array_may_hold_several_results_without_seq(org):
 
 
 @pytest.mark.postgres  # statistics are PostgreSQL's concern: SQLite plans without them
-def test_a_large_import_refreshes_statistics_that_would_make_its_key_checks_scan(
-    org, monkeypatch
-):
+def test_a_large_import_refreshes_statistics_that_would_make_its_key_checks_scan(org, monkeypatch):
     from django.db import connection
 
     from traces.services import imports
@@ -349,3 +347,46 @@ def test_an_import_that_grows_the_traces_by_a_tenth_analyzes_what_search_plans_f
         run(org, as_file(lines, "many.jsonl"))
     assert estimated("traces_search_pending") >= 60  # the queue as it is now
     assert estimated("traces_trace") >= 60
+
+
+@pytest.mark.postgres
+def test_the_analyze_after_an_import_waits_for_no_lock(org, django_capture_on_commit_callbacks):
+    import psycopg
+    from django.db import connection
+
+    settings = connection.settings_dict
+    holder = psycopg.connect(
+        host=settings["HOST"], port=settings["PORT"] or 5432, user=settings["USER"],
+        dbname=settings["NAME"], autocommit=False,
+    )  # fmt: skip
+    try:
+        # A VACUUM, an index being built or another import's ANALYZE holds this lock.
+        holder.execute("LOCK TABLE traces_trace IN SHARE UPDATE EXCLUSIVE MODE")
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE traces_search_pending")
+            cursor.execute("SET lock_timeout = '3s'")  # without SKIP_LOCKED: an error
+        lines = "".join(
+            json.dumps({"messages": [{"role": "user", "content": f"run {n}"}]}) + "\n"
+            for n in range(60)
+        )
+        with django_capture_on_commit_callbacks(execute=True):
+            run(org, as_file(lines, "many.jsonl"))
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT reltuples FROM pg_class WHERE relname = 'traces_search_pending'")
+            assert cursor.fetchone()[0] >= 60  # analyzed; the locked traces table skipped
+            cursor.execute("RESET lock_timeout")
+    finally:
+        holder.rollback()
+        holder.close()
+
+
+@pytest.mark.postgres
+def test_a_search_among_traces_a_filter_excludes_all_of_is_empty(org):
+    from traces.selectors.search import traces_matching
+    from traces.selectors.trace_filters import TraceFilter, traces_filtered
+
+    run(org, as_file(json.dumps([{"role": "user", "content": "flight to Paris"}]), "a.json"))
+    assert traces_matching(traces=Trace.objects.all(), text="flight").count() == 1
+    assert not traces_matching(traces=Trace.objects.none(), text="flight").exists()
+    nothing = TraceFilter(text="flight", label="\x00")  # a label no name holds
+    assert not traces_filtered(traces=Trace.objects.all(), filters=nothing).exists()

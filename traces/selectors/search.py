@@ -7,6 +7,7 @@ keeps it escaped (JSON text), so nothing could match it; PostgreSQL would refuse
 
 from dataclasses import dataclass
 
+from django.core.exceptions import EmptyResultSet
 from django.db import connection
 from django.db.models import BooleanField, Exists, F, Func, Min, OuterRef, Q, QuerySet, Value
 from django.db.models.expressions import RawSQL
@@ -161,7 +162,10 @@ def _pg_hits(*, traces: QuerySet[Trace], text: str, errors_only: bool) -> tuple[
     if errors_only:
         indexed = indexed.filter(block__is_error=True)
     waiting = SearchPending.objects.filter(trace__in=traces.values("pk")).values("trace_id")
-    waiting_sql, waiting_params = waiting.query.sql_with_params()
+    try:
+        waiting_sql, waiting_params = waiting.query.sql_with_params()
+    except EmptyResultSet:  # `traces` can match none (its own filter says so)
+        waiting_sql, waiting_params = "SELECT NULL::varchar AS trace_id WHERE false", ()
     direct = _searched_blocks(errors_only=errors_only).filter(
         trace_id__in=RawSQL("SELECT trace_id FROM waiting", [])
     )
@@ -193,7 +197,7 @@ def traces_matching(*, traces: QuerySet[Trace], text: str) -> QuerySet[Trace]:
         traces = traces.filter(tool_errors__gt=0)
     if not text:
         return traces
-    if NUL in text:
+    if NUL in text or traces.query.is_empty():  # (a filter that can match nothing)
         return traces.none()
     if connection.vendor != "postgresql":
         in_blocks = Q(pk__in=blocks_matching(text=text, errors_only=errors_only).values("trace_id"))

@@ -1099,8 +1099,11 @@ def _refresh_search_statistics(traces: int) -> None:
         (known,) = cursor.fetchone()
         if traces < max(known, 0) / 10:
             return
+        # Never waits for a lock: a VACUUM, an index being built or another import's
+        # ANALYZE holding one would hold the upload's answer (its rows written already).
         cursor.execute(
-            f"ANALYZE {SearchPending._meta.db_table}, {table} (id, organization_id, dataset_id)"
+            f"ANALYZE (SKIP_LOCKED) {SearchPending._meta.db_table}, "
+            f"{table} (id, organization_id, dataset_id)"
         )
 
 
@@ -1188,7 +1191,9 @@ def trace_import(
             spool.write(dataset=dataset, first_index=dataset_lock_next_index(dataset=dataset))
             _refresh_statistics(spool.block_count)
             written = spool.traces.count
-            transaction.on_commit(lambda: _refresh_search_statistics(written))
+            # robust: a failure (a timeout the database's role sets) is logged; the
+            # import, committed, stands.
+            transaction.on_commit(lambda: _refresh_search_statistics(written), robust=True)
             brought = spool.dataset_metadata
             first_giver = {}
             for n, own in enumerate(spool.file_metadata):
