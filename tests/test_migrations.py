@@ -168,3 +168,24 @@ def test_0019_queues_every_trace_for_the_search_worker_and_search_reads_them_mea
     with connection.cursor() as cursor:
         cursor.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'traces_block'")
         assert "block_payload_fts" in {row[0] for row in cursor.fetchall()}
+
+
+@pytest.mark.postgres
+def test_0022_queues_every_trace_again_so_that_the_words_after_line_breaks_are_found(
+    migrated_back,
+):
+    apps = migrated_back("0021_drop_block_trace_order")
+    old = blocks_of_one_call(apps, "acme", [0], content="first line\nquokka")
+    with connection.cursor() as cursor:
+        # Indexed as before 0022: the word after the line break glued to its n.
+        cursor.execute("DELETE FROM traces_search_pending")
+        cursor.execute(
+            "INSERT INTO traces_block_search (block_id, trace_id, document) SELECT id, "
+            "trace_id, to_tsvector('simple'::regconfig, payload) FROM traces_block"
+        )
+    traces = Trace.objects.filter(pk=old.pk)
+    assert not traces_matching(traces=traces, text="quokka").exists()
+    migrated_back("0022_search_reads_line_breaks")
+    assert traces_matching(traces=traces, text="quokka").get().pk == old.pk  # read directly
+    assert search_index_build(limit=10) == 1
+    assert traces_matching(traces=traces, text="quokka").get().pk == old.pk  # its new vector

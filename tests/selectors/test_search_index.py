@@ -324,3 +324,25 @@ def test_once_the_queue_is_emptied_its_statistics_say_so(dataset):
     assert queued_in_statistics() == 3  # the three traces the import queued
     drain()
     assert queued_in_statistics() == 0
+
+
+@pytest.mark.django_db
+def test_a_word_after_a_line_break_tab_or_return_is_found_before_and_after(org):
+    dataset = import_lines(
+        org,
+        "breaks",
+        [
+            {"messages": chat("first line\nsecondword here")},
+            {"messages": chat("a\ttabbedword and a\r\nreturnedword")},
+            # Backslashes of the text itself, before an n: the words stay whole.
+            {"messages": chat("an escaped \\\\nothing in C:\\newfolder")},
+        ],
+    )
+    traces = Trace.objects.filter(dataset=dataset)
+    texts = ("secondword", "tabbedword", "returnedword", "nothing", "newfolder", "nsecondword")
+    before = {text: found(traces, text) for text in texts}
+    assert [len(before[text]["traces"]) for text in texts[:-1]] == [1, 1, 1, 1, 1]
+    if connection.vendor == "postgresql":  # words; SQLite's scan finds any piece of text
+        assert before["nsecondword"]["traces"] == []
+    drain()
+    assert {text: found(traces, text) for text in texts} == before

@@ -50,8 +50,19 @@ SEARCH_TEXT_CHARS = 100_000
 
 def pg_document_sql(payload_sql: str) -> str:
     """The text vector search reads of a payload: the same for the worker's stored
-    document and for a pending trace read directly, so both sides find the same blocks."""
-    return f"to_tsvector('simple'::regconfig, left({payload_sql}, {SEARCH_TEXT_CHARS}))"
+    document and for a pending trace read directly, so both sides find the same blocks.
+
+    The payload is JSON text, where a line break is written `\\n`: read as it is, the word
+    after each line break took the `n` (`line\\nbreak` made `line` and `nbreak`, and a
+    search of `break` missed it); likewise tabs and carriage returns. They are read as the
+    spaces they are: first each escaped backslash (`\\\\`, a separator to the parser
+    anyway), so that a backslash of the text before an `n` (`C:\\\\new`) leaves the word
+    whole, then `\\n`, `\\r` and `\\t` (migration 0022 queued every trace to be indexed
+    again)."""
+    text = f"left({payload_sql}, {SEARCH_TEXT_CHARS})"
+    for escape in ("\\\\", "\\n", "\\r", "\\t"):
+        text = f"replace({text}, '{escape}', ' ')"
+    return f"to_tsvector('simple'::regconfig, {text})"
 
 
 class PgTextMatch(Func):
