@@ -7,6 +7,7 @@ than the 404 would: a missing id gets it too).
 """
 
 from functools import wraps
+from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
@@ -15,7 +16,7 @@ from django.http import Http404
 from django.views.decorators.http import require_POST
 
 from traces.errors import Forbidden, NotFound
-from traces.policy import Action, Actor, allows
+from traces.policy import Action, Actor, allowed_somewhere, allows
 
 
 def actor(request) -> Actor:
@@ -26,9 +27,14 @@ def actor(request) -> Actor:
     return found
 
 
-def template_context(request) -> dict[str, bool]:
-    """A context processor: whether to show the way to the admin."""
-    return {"may_admin": allows(actor(request), Action.ADMIN)}
+def template_context(request) -> dict[str, Any]:
+    """A context processor: whether to show the way to the admin, and to the upload page
+    (asked only when the menu shows it: the roles are one query a request)."""
+    who = actor(request)
+    return {
+        "may_admin": allows(who, Action.ADMIN),
+        "may_upload": lambda: allowed_somewhere(who, Action.WRITE),
+    }
 
 
 def policy_errors(view):

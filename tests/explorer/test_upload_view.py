@@ -10,6 +10,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
+from tests.conftest import client_for, user_in
 from tests.explorer.conftest import (
     XSS,
     chat,
@@ -230,9 +231,7 @@ def browser(user) -> tuple[Client, str]:
     return client, client.cookies["csrftoken"].value
 
 
-def test_too_many_files_answer_413_with_the_page_and_the_script_checks_first(
-    member, settings
-):
+def test_too_many_files_answer_413_with_the_page_and_the_script_checks_first(member, settings):
     settings.DATA_UPLOAD_MAX_NUMBER_FILES = 2
     client, token = browser(member)
     html = client.get(URL).content.decode()
@@ -333,3 +332,20 @@ def test_no_script_from_data_on_a_failed_upload(member_client, org, headers):
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert html_problems(html) == []
     assert json.dumps(html_problems(member_client.get(URL).content.decode())) == "[]"
+
+
+def test_the_menu_offers_upload_to_who_may_upload_somewhere(
+    viewer_client, member_client, owner_client, outsider_client, tasks_dataset
+):
+    def menu(client) -> str:
+        html = client.get("/").content.decode()
+        return html[html.index('<nav class="topnav"') :].split("</nav>", 1)[0]
+
+    nobody = client_for(user_in(None, "nobody"))  # of no organization
+    for client, shown in (
+        (member_client, True), (owner_client, True), (outsider_client, True),  # elsewhere
+        (viewer_client, False), (nobody, False),
+    ):  # fmt: skip
+        assert (f'href="{URL}"' in menu(client)) is shown
+    # On the upload page itself (a viewer opened its URL) it stays, as the current page.
+    assert 'aria-current="page">Upload</a>' in viewer_client.get(URL).content.decode()
