@@ -59,12 +59,17 @@ def annotations_context(
     can_edit = allows(actor(request), Action.WRITE, trace)
     anchors = anchors_context(trace, annotations, can_edit=can_edit)  # notes anchored to text
     _number_blocks(trace, annotations)
+    block = block[:64]
+    # The block the form tags, as the page numbers it ("Tag block #43"), not by its id alone.
+    asked = {block} if block and "\x00" not in block else set()  # (PostgreSQL refuses NUL)
+    block_number = block_numbers(trace=trace, block_ids=asked).get(block)
     return {
         "trace": trace,
         "annotations": annotations,
         **anchors,
         "vocabulary": vocabulary,
-        "annotate_block": block[:64],
+        "annotate_block": block,
+        "annotate_block_number": block_number,
         "can_edit": can_edit,
         "annotate_error": error,
         "annotate_entered": entered,

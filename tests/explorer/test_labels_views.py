@@ -69,6 +69,10 @@ def test_tagging_a_block_from_the_trace_page(member, runs):
     call = trace.blocks.filter(sub_type="TOOL_CALL").order_by("created_at", "id").first()
     page = member.get(reverse("trace", args=[trace.pk]), {"annotate": call.pk}).content.decode()
     assert f'name="block" value="{call.pk}"' in page  # the block's "label this block" link
+    assert f">Tag block #{call.number}</button>" in page  # named as the page numbers it
+    for odd in ("tb_nope", "a\x00b", "x" * 500):  # made by hand: the form, unnamed
+        html = member.get(reverse("trace", args=[trace.pk]), {"annotate": odd}).content.decode()
+        assert ">Tag the block</button>" in html
     response = member.post(
         reverse("trace-annotate", args=[trace.pk]),
         {"label": "hallucinated argument", "comment": "msisdn made up", "block": call.pk},
