@@ -266,8 +266,8 @@ def _article(b: BlockView, frame: Frame, lazy_drawer: bool) -> list[str | int]:
         f'<a class="permalink" href="{_e(b.permalink)}" title="Permalink{number}">'
         f"#{b.number if b.number else ''}</a></span></header>\n",
         # Always there, empty when the block has no label: tagging the block from the
-        # labels card swaps its labels in (explorer/views/labels.py, out of band).
-        f'<p class="block-labels" id="labels-{bid}">',
+        # labels card swaps its labels in (`block_labels_oob`).
+        _labels_open(bid),
         LABELS,
         "</p>\n",
     ]
@@ -314,6 +314,18 @@ def label_tags(names: list[str]) -> str:
         f'<a class="label-tag small" href="#annotations" title="label">{_shown(name)}</a> '
         for name in names
     )
+
+
+def _labels_open(bid: str, more: str = "") -> str:
+    """The start of a block's `block-labels` paragraph (`bid` escaped)."""
+    return f'<p class="block-labels" id="labels-{bid}"{more}>'
+
+
+def block_labels_oob(block_id: str, names: list[str]) -> str:
+    """A block's labels paragraph as htmx swaps it in out of band, wherever the page
+    shows the block (explorer/views/labels.py, after its labels changed)."""
+    opening = _labels_open(_e(block_id), ' hx-swap-oob="true"')
+    return f"{opening}{label_tags(names)}</p>"
 
 
 def _fill(out: list[str], parts: list[str | int], holes: Any) -> None:

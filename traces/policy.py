@@ -159,15 +159,19 @@ def require(actor: Actor, action: Action, obj: Any = None) -> None:
 # --- What an actor may see or change, as querysets --------------------------------------
 
 
+def _organization_ids_where(actor: Actor, action: Action) -> list[int]:
+    return [org for org, role in actor.roles.items() if action in ALLOWED[role]]
+
+
 def allowed_somewhere(actor: Actor, action: Action) -> bool:
     """Whether the actor may do `action` in at least one organization (what the menu
     offers: no Upload for who may upload nowhere)."""
-    return any(action in ALLOWED[role] for role in actor.roles.values())
+    return bool(_organization_ids_where(actor, action))
 
 
 def organizations_where(actor: Actor, action: Action) -> QuerySet[Organization]:
     """The organizations in which the actor may do `action`, by slug."""
-    ids = [org for org, role in actor.roles.items() if action in ALLOWED[role]]
+    ids = _organization_ids_where(actor, action)
     return Organization.objects.filter(pk__in=ids).order_by("slug")
 
 

@@ -11,13 +11,14 @@ from django.utils.safestring import mark_safe
 
 from explorer.access import actor, page_write
 from explorer.trace_anchors import anchors_context
-from explorer.trace_html import label_tags
+from explorer.trace_html import block_labels_oob
 from explorer.views.base import render_page, wants_partial
 from traces.errors import TraceStoreError
 from traces.models import Dataset, Trace
 from traces.policy import Action, allows, require
 from traces.selectors.access import dataset_for, trace_for
 from traces.selectors.annotations import (
+    ANNOTATIONS_SHOWN,
     annotation_get_in_org,
     annotations_shown,
     block_label_names,
@@ -58,35 +59,45 @@ def annotations_context(
     annotations = annotations_shown(trace=trace)
     can_edit = allows(actor(request), Action.WRITE, trace)
     anchors = anchors_context(trace, annotations, can_edit=can_edit)  # notes anchored to text
-    _number_blocks(trace, annotations)
     block = block[:64]
-    # The block the form tags, as the page numbers it ("Tag block #43"), not by its id alone.
-    asked = {block} if block and "\x00" not in block else set()  # (PostgreSQL refuses NUL)
-    block_number = block_numbers(trace=trace, block_ids=asked).get(block)
+    # The block the form tags, as the page numbers it ("Tag block #43"), not by its id
+    # alone: in the same query as the annotations' blocks.
+    asked = block if "\x00" not in block else ""  # (PostgreSQL refuses NUL)
+    numbers = _number_blocks(trace, annotations, also=asked)
     return {
         "trace": trace,
         "annotations": annotations,
         **anchors,
         "vocabulary": vocabulary,
         "annotate_block": block,
-        "annotate_block_number": block_number,
+        "annotate_block_number": numbers.get(asked) if asked else None,
         "can_edit": can_edit,
         "annotate_error": error,
         "annotate_entered": entered,
     }
 
 
-def _number_blocks(trace: Trace, annotations: list) -> None:
+def _number_blocks(trace: Trace, annotations: list, also: str = "") -> dict[str, int | None]:
     """Each annotation on a block (or anchored to one) gets `block_number`, the block's
-    number as the trace page shows it ("on block #43"), from one query."""
+    number as the trace page shows it ("on block #43"), from one query; the numbers, that
+    of the block `also` with them."""
 
     def block_of(annotation) -> str | None:
         anchor = getattr(annotation, "anchor", None)
         return anchor.place.block if anchor is not None else annotation.block_id
 
-    numbers = block_numbers(trace=trace, block_ids={b for b in map(block_of, annotations) if b})
+    ids = {b for b in (*map(block_of, annotations), also) if b}
+    numbers = block_numbers(trace=trace, block_ids=ids)
     for annotation in annotations:
         annotation.block_number = numbers.get(block_of(annotation) or "")
+    return numbers
+
+
+def listed_annotations(notes: dict) -> list | None:
+    """The annotations the labels card lists (`annotations_context`), if they are all the
+    trace's: then the blocks' labels are read from them, with no query of their own."""
+    listed = notes["annotations"]
+    return listed if len(listed) < ANNOTATIONS_SHOWN else None
 
 
 def _answer(request, template: str, partial: str, context, page_url: str, error: str = ""):
@@ -138,8 +149,8 @@ def _trace_answer(
     def context() -> dict:
         found = annotations_context(request, trace, block=block, error=error, entered=entered)
         if tagged:
-            names = block_label_names(trace=trace).get(tagged, [])
-            found["labels_oob"] = [(tagged, mark_safe(label_tags(names)))]  # escaped there
+            labels = block_label_names(trace=trace, annotations=listed_annotations(found))
+            found["labels_oob"] = mark_safe(block_labels_oob(tagged, labels.get(tagged, [])))
         return found
 
     return _answer(

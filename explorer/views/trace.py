@@ -27,12 +27,11 @@ from explorer.render.json import json_html
 from explorer.render.text import visible_text
 from explorer.trace_html import Deferred
 from explorer.views.base import htmx_target, render_page, wants_partial
-from explorer.views.labels import annotations_context
+from explorer.views.labels import annotations_context, listed_annotations
 from traces.errors import NotFound, ValidationFailed
 from traces.models import Block, Trace
 from traces.policy import Action
 from traces.selectors.access import trace_for
-from traces.selectors.annotations import ANNOTATIONS_SHOWN
 from traces.selectors.blocks import (
     block_get,
     block_of,
@@ -102,13 +101,14 @@ def _jump_missing(request, trace: Trace) -> str:
     if not asked or request.GET.get("focus"):  # focus goes first
         return ""
     total = trace.block_count
-    if _ASCII_DIGITS.fullmatch(asked):
-        number = int(asked)
-        if 1 <= number <= total:
-            return ""
+    if asked.isascii() and asked.isdigit():
+        if _ASCII_DIGITS.fullmatch(asked):
+            number = str(int(asked))
+            if 1 <= int(number) <= total:
+                return ""
+        else:  # more digits than any trace has blocks
+            number = f"{asked[:12]}…"
         return f"There is no block {number}: this trace has {total} (numbered from 1)."
-    if asked.isascii() and asked.isdigit():  # more digits than any trace has blocks
-        return f"There is no block {asked[:12]}…: this trace has {total} (numbered from 1)."
     shown = visible_text(asked[:20]) + ("…" if len(asked) > 20 else "")
     return f"“{shown}” is not a block number: this trace has {total} blocks, numbered from 1."
 
@@ -145,9 +145,8 @@ def trace_page(request, trace_id: str):
         acts_from = 0
     notes = annotations_context(request, trace, block=request.GET.get("annotate", ""))
     # The blocks' labels are taken from the annotations the page lists, if it lists all.
-    listed_all = len(notes["annotations"]) < ANNOTATIONS_SHOWN
     renderer = page.PageRenderer(
-        request, trace, drawers=False, annotations=notes["annotations"] if listed_all else None
+        request, trace, drawers=False, annotations=listed_annotations(notes)
     )
     chunk = None
     place = _place(request, trace)

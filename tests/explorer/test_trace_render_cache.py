@@ -135,7 +135,7 @@ def test_the_blocks_labels_come_from_the_annotations_the_page_lists_when_it_list
     member_client, chat_trace, monkeypatch, listed
 ):
     # The page takes its list as all of them when it holds fewer than it could.
-    monkeypatch.setattr("explorer.views.trace.ANNOTATIONS_SHOWN", listed)
+    monkeypatch.setattr("explorer.views.labels.ANNOTATIONS_SHOWN", listed)
     first, second = Block.objects.filter(trace=chat_trace).order_by("number")[1:3]
     label_create(dataset=chat_trace.dataset, name="wrong-city")
     label_create(dataset=chat_trace.dataset, name="no-units")
