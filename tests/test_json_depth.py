@@ -70,6 +70,19 @@ def test_loads_refuses_what_nests_beyond_its_limit(depth):
     assert "nested too deeply" in str(caught.value)
 
 
+def test_depth_counts_containers_of_any_subclass_and_finds_a_big_float_among_leaves():
+    from collections import OrderedDict, UserString
+
+    class Items(list):
+        pass
+
+    nested = OrderedDict(a=Items([OrderedDict(b=Items([1]))]))
+    assert jsontext.depth(nested) == 4
+    leaves = {"s": "x", "u": UserString("x"), "b": True, "n": None, "i": 2**70, "f": 1.5}
+    assert jsontext._walk(leaves) == (1, False)
+    assert jsontext._walk([leaves, [float(2**63)]]) == (2, True)
+
+
 # --- the API ----------------------------------------------------------------------------
 
 

@@ -115,6 +115,28 @@ def test_it_measures_size_in_utf8_bytes_and_never_truncates():
     assert caught.value.details["actual_bytes"] == 66
 
 
+@pytest.mark.parametrize(
+    ("content", "size"),
+    [
+        ("x" * 64, 64),  # ASCII at the limit
+        ("€" * 21 + "a", 64),  # 3-byte characters at the limit
+        ("😀" * 16, 64),  # 4-byte characters at the limit
+        ("\ud800" * 21 + "a", 64),  # lone surrogates count 3 bytes, as stored
+        ("x" * 65, 65),
+        ("😀" * 16 + "a", 65),  # 17 characters: fewer than the limit, 65 bytes
+        ("\ud800" * 22, 66),
+    ],
+)
+def test_it_counts_bytes_not_characters_at_the_limit(content, size):
+    payload = {"role": "user", "content": content}
+    if size <= LIMITS.message:
+        validate_block(sub_type="MESSAGE", payload=payload, parent=None, limits=LIMITS)
+        return
+    with pytest.raises(PayloadTooLarge) as caught:
+        validate_block(sub_type="MESSAGE", payload=payload, parent=None, limits=LIMITS)
+    assert caught.value.details["actual_bytes"] == size
+
+
 def test_it_measures_non_string_fields_as_compact_json():
     arguments = {"k": "v" * 60}  # {"k":"vvv..."} = 68 bytes
     with pytest.raises(PayloadTooLarge) as caught:

@@ -125,6 +125,8 @@ def check_json_depth(value: Any, field_name: str) -> None:
 def check_size(value: Any, *, limit: int, sub_type: str, field_name: str, ctx: Context) -> None:
     """spec/004's 413: the UTF-8 size of a string, or of the compact JSON of any other
     value, over its limit; `actual_bytes` exact. Never truncated."""
+    if isinstance(value, str) and len(value) * 4 <= limit:
+        return  # a character takes at most 4 bytes of UTF-8: under the limit, uncounted
     actual = jsontext.byte_size(value)
     if actual > limit:
         raise PayloadTooLarge(
