@@ -254,8 +254,16 @@
     text.required = true;
     text.maxLength = 10000;
     text.rows = 3;
-    text.placeholder = "Comment on the selected text";
+    text.placeholder = "Comment on the selected text (Ctrl+Enter saves)";
     text.setAttribute("aria-label", "Comment on the selected text");
+    // Enter starts a new line of the comment; Ctrl+Enter (Cmd+Enter) saves it, as in
+    // most comment boxes.
+    text.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+        event.preventDefault();
+        composer.requestSubmit();
+      }
+    });
     const save = el("button", "", "Comment");
     save.type = "submit";
     const cancel = el("button", "link-button small", "Cancel");

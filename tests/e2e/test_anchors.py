@@ -111,6 +111,29 @@ def test_a_member_comments_a_selected_range_and_finds_it_anchored_after_a_reload
     assert console_errors == []
 
 
+def test_enter_starts_a_new_line_of_the_comment_and_ctrl_enter_saves_it(
+    page: Page, live_server, org, member, sign_in, console_errors
+):
+    trace = explorer_trace(org)
+    answer = _message_block(trace, 5)
+    sign_in(page, member.username)
+    page.goto(f"{live_server.url}/t/{trace.pk}/")
+    page.locator(f"#{answer}").scroll_into_view_if_needed()
+    _drag_over(page, answer, "Warsaw, Poland")
+    page.locator(".anchor-comment-button").click()
+    box = page.locator("form.anchor-composer textarea")
+    box.type("first line")
+    box.press("Enter")
+    box.type("second line")
+    expect(box).to_have_value("first line\nsecond line")
+    assert not Annotation.objects.filter(comment__startswith="first line").exists()
+    box.press("Control+Enter")
+    expect(page.locator("form.anchor-composer")).to_have_count(0)
+    expect(page.locator(f"#{answer} .anchor-note", has_text="second line")).to_be_visible()
+    assert Annotation.objects.get(trace=trace, author=member).comment == "first line\nsecond line"
+    assert console_errors == []
+
+
 def test_a_viewer_is_offered_no_comment_on_a_selection(
     page: Page, live_server, org, sign_in, console_errors
 ):
