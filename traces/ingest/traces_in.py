@@ -2,6 +2,7 @@
 
 from typing import Any
 
+from traces.ingest.notes import notes_of
 from traces.ingest.types import USAGE_COLUMNS, FormatProblem, TraceDraft, Usage
 
 USAGE = frozenset(USAGE_COLUMNS)
@@ -30,6 +31,7 @@ def trace_from_value(
     extra: dict[str, Any] = {}
     usage = Usage()
     name = ""
+    notes: list[Any] = []
     if isinstance(value, dict):
         items = value.get("messages", value.get("blocks"))
         if not isinstance(items, list):
@@ -53,6 +55,10 @@ def trace_from_value(
         if isinstance(value.get("name"), str) and "name" not in metadata:
             name = value["name"]
             taken.add("name")
+        # Labels and comments (an export's, Invariant Explorer's): the trace's annotations.
+        notes = notes_of(value.get("annotations")) or []
+        if notes:
+            taken.add("annotations")
         # Nothing is dropped (DESIGN.md "imports keep real logs whole"): every other key
         # goes to the metadata (`reward` there is the trace's reward), unless the
         # metadata object has one of that name.
@@ -75,7 +81,10 @@ def trace_from_value(
         )
     if not name and isinstance(metadata.get("name"), str):
         name = metadata["name"]
-    known = {"depth": depth, "images_possible": images_possible, "extra": extra, "usage": usage}
+    known = {
+        "depth": depth, "images_possible": images_possible, "extra": extra, "usage": usage,
+        "notes": notes,
+    }  # fmt: skip
     if _is_blocks(items):
         return TraceDraft(location=location, blocks=items, metadata=metadata, name=name, **known)
     return TraceDraft(location=location, events=items, metadata=metadata, name=name, **known)

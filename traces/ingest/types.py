@@ -102,6 +102,8 @@ class TraceDraft:
     # Where runs of one task by several models or trials would share the name: the
     # importer adds " (2)", " (3)"... to a name the dataset or the upload has already.
     unique_name: bool = False
+    # The labels and comments the line carries (traces/ingest/notes.py).
+    notes: list[Any] = field(default_factory=list)
 
 
 @dataclass

@@ -20,6 +20,7 @@ METADATA_SHOWN = 4000  # characters of a note's extra_metadata the page shows
 # notes of a megabyte each must not make a megabyte page.
 COMMENT_SHOWN = 4000
 ADDRESS_SHOWN = 200
+NO_EVENTS = "on the block it names; the trace keeps no events to find the text in"
 
 
 def _cut(text: str, most: int) -> str:
@@ -117,6 +118,10 @@ def anchored_notes(*, annotations: list[Annotation], trace: Trace) -> list[Ancho
             place = Place(None, why=f"{a.address[:100]}: {address}")
         elif address.event is None:
             place = Place(None)  # <root>: a note on the trace
+        elif address.event not in events and a.block_id is not None:
+            # A trace imported from a file keeps no events (Explorer's pushes do): its
+            # import put the note on the block the address names.
+            place = Place(a.block_id, why=f"{a.address[:100]}: {NO_EVENTS}")
         else:
             event = events.get(address.event)
             place = note_place(

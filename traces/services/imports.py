@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import PurePath
 from typing import Any, BinaryIO
 
@@ -26,6 +27,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from traces import forked, ids, jsontext
+from traces.addresses import AddressInvalid, address_block, address_parse
 from traces.bulk import (
     BLOCK_COLUMNS,
     PLACE_COLUMNS,
@@ -50,6 +52,7 @@ from traces.ingest.failure import (
     failure_step,
     mark_failure,
 )
+from traces.ingest.notes import NOTE_LABELS_MAX, NoteDraft
 from traces.ingest.parts import Part, count_lines_before, cut, file_size, reopen
 from traces.ingest.types import USAGE_COLUMNS, DatasetMetadata, FormatProblem, TraceDraft
 from traces.models import (
@@ -192,6 +195,11 @@ class _Spool:
         # Failure attributions (few): (trace id, its block id or None, comment) each, tagged
         # with the dataset's failure label when written (traces/ingest/failure.py).
         self.failures: list[tuple[str, str | None, str]] = []
+        # The labels and comments the traces brought (traces/ingest/notes.py): (trace id,
+        # block id or None, label name or None, comment, address, extra_metadata) each; on
+        # disk, since a file may bring many. The label names, for the vocabulary.
+        self.notes = RecordSpool()
+        self.note_labels: set[str] = set()
         # The parts of files other processes read, once taken: their blocks are written
         # from their own spools.
         self.parts: list[_Spool] = []
@@ -203,7 +211,7 @@ class _Spool:
         return self.blocks.count + sum(part.blocks.count for part in self.parts)
 
     def close(self) -> None:
-        spools = (self.traces, self.blocks, self.images, self.links)
+        spools = (self.traces, self.blocks, self.images, self.links, self.notes)
         for spool in (*spools, self.dataset_hashes, self.upload_hashes, *self.parts):
             if spool is not None:
                 spool.close()
@@ -217,18 +225,18 @@ class _Spool:
     def state(self) -> dict[str, Any]:
         """What a part's reader found besides the rows in its files, for the spool made
         before the fork, in the parent, to `restore`; its rows flushed to its files."""
-        for records in (self.traces, self.blocks.records, self.images, self.links):
+        for records in (self.traces, self.blocks.records, self.images, self.links, self.notes):
             records.flush()
         return {
             "counts": (self.traces.count, self.blocks.count, self.blocks.records.count,
-                       self.images.count, self.links.count),
+                       self.images.count, self.links.count, self.notes.count),
             "error_blocks": self.error_blocks, "trace_errors": self.trace_errors,
             "failures": self.failures,
         }  # fmt: skip
 
     def restore(self, state: dict[str, Any]) -> None:
         (self.traces.count, self.blocks.count, self.blocks.records.count, self.images.count,
-         self.links.count) = state["counts"]  # fmt: skip
+         self.links.count, self.notes.count) = state["counts"]  # fmt: skip
         self.error_blocks = state["error_blocks"]
         self.trace_errors = state["trace_errors"]
         self.failures = state["failures"]
@@ -272,7 +280,16 @@ class _Spool:
             if sha in shown and sha not in self.image_shas:
                 self.image_shas.add(sha)
                 self.images.add((sha, mime_type, data), len(data))
+        for note in part.notes:
+            if note[0] not in left_out:
+                self.note(note)
         self.parts.append(part)
+
+    def note(self, note: tuple) -> None:
+        """Spool one label or comment of a trace kept (see `notes`)."""
+        self.notes.add(note, len(note[3]))
+        if note[2] is not None:
+            self.note_labels.add(note[2])
 
     def block(
         self, trace: "_TraceState", b: BlockDraft, block_id: str, parent_id: str | None
@@ -393,6 +410,28 @@ class _Spool:
             for trace_id, block_id, comment in self.failures
         )
 
+    def _write_notes(self, dataset: Dataset) -> None:
+        """The labels and comments the traces brought, as their annotations: each label
+        name the dataset's vocabulary lacks is added to it."""
+        if not self.notes.count:
+            return
+        labels = {}
+        for name in sorted(self.note_labels):
+            labels[name], _ = Label.objects.get_or_create(dataset=dataset, name=name)
+        rows = (
+            Annotation(
+                trace_id=trace_id,
+                block_id=block_id,
+                label=None if label is None else labels[label],
+                comment=comment,
+                address=address,
+                extra_metadata=extra_metadata,
+            )  # fmt: skip
+            for trace_id, block_id, label, comment, address, extra_metadata in self.notes
+        )
+        while chunk := list(islice(rows, FLUSH_ROWS)):
+            Annotation.objects.bulk_create(chunk)
+
     def _write_errors(self) -> None:
         """Block.is_error and Trace.tool_errors, written after the bulk rows (whose
         columns leave them to their database defaults): one update per chunk."""
@@ -468,6 +507,7 @@ class _Spool:
         search_queue_dataset_from(dataset_id=dataset_id, first_index=first_index)
         self._write_errors()
         self._write_failures(dataset)
+        self._write_notes(dataset)
         image_ids = self._write_images(dataset.organization_id)
         links = ((trace_id, image_ids[sha]) for trace_id, sha in self.links)
         _insert_in_chunks(TraceImage._meta.db_table, ("trace_id", "image_id"), links)
@@ -700,6 +740,10 @@ def _import_trace(
         problems.add(_with_file(found, file_name))
 
     trace = _TraceState(draft, file_name)
+    # The blocks each event became, for the notes that name an event by their address.
+    event_blocks: dict[int, list[tuple[str, str]]] | None = (
+        {} if any(note.address is not None for note in draft.notes) else None
+    )
 
     def emit(block: BlockDraft) -> None:
         if not problems.count:
@@ -707,25 +751,59 @@ def _import_trace(
                 spool.block(trace, block, block.id, block.parent_id)
             except TypeError as exc:
                 unkeepable(exc)
+            if event_blocks is not None:
+                event = block.metadata.get("event_index")
+                if type(event) is int:
+                    event_blocks.setdefault(event, []).append((block.id, block.sub_type))
 
     converted = _convert(draft, limits, emit)
     for found in converted.problems:
         problems.add(_with_file(found, file_name))
     if problems.count:
         return
+    renamed: dict[str, str] = {}  # a block array's ids -> the ids its blocks are given
     try:
         if converted.blocks:  # a block array, converted whole: its ids are made here
             block_ids = [ids.block_id() for _ in converted.blocks]
             for n, b in enumerate(converted.blocks):
                 parent_id = None if b.parent is None else block_ids[b.parent]
                 spool.block(trace, b, block_ids[n], parent_id)
+            if draft.notes and draft.blocks and len(draft.blocks) == len(block_ids):
+                renamed = {
+                    item["id"]: block_ids[n] for n, item in enumerate(draft.blocks)
+                    if isinstance(item, dict) and isinstance(item.get("id"), str)
+                }  # fmt: skip
         if not spool.trace(trace, draft, converted):
             spool.skipped.append(
                 {"file": file_name, **draft.location, "name": trace.name,
                  "reason": trace.duplicate_of}
             )  # fmt: skip
+            return
     except TypeError as exc:
         unkeepable(exc)
+        return
+    for note in draft.notes:
+        spool.note(_note_row(trace.id, note, event_blocks or {}, renamed))
+
+
+def _note_row(
+    trace_id: str,
+    note: NoteDraft,
+    event_blocks: dict[int, list[tuple[str, str]]],
+    renamed: dict[str, str],
+) -> tuple:
+    """A note's row for the notes spool: on the block its export named (by the id the
+    block is given now) or its Explorer address points at (the event's blocks, as
+    annotations pushed through /api/v1 find it), else on the trace."""
+    block_id = None if note.block_id is None else renamed.get(note.block_id)
+    if block_id is None and note.address is not None:
+        try:
+            address = address_parse(note.address)
+        except AddressInvalid:
+            address = None  # kept as given: an address may point nowhere
+        if address is not None and address.event is not None:
+            block_id = address_block(address, event_blocks.get(address.event, []))
+    return (trace_id, block_id, note.label, note.comment, note.address, note.extra_metadata)
 
 
 def _add_dataset_metadata(spool: _Spool, metadata: dict[str, Any]) -> None:
@@ -901,7 +979,12 @@ def _read_parts(
             try:
                 child: forked.Forked | None = forked.Forked(
                     lambda n=n, part=part, part_spool=part_spool: _read_part(
-                        fmt, part, name=name, stream=stream, spool=part_spool, limits=limits,
+                        fmt,
+                        part,
+                        name=name,
+                        stream=stream,
+                        spool=part_spool,
+                        limits=limits,
                         ids_from=(ms, n),
                     )  # fmt: skip
                 )
@@ -1179,6 +1262,12 @@ def trace_import(
                 "blocks": spool.block_count - before[1],
                 "skipped": len(spool.skipped) - before[2],
             })  # fmt: skip
+        if len(spool.note_labels) > NOTE_LABELS_MAX:
+            problems.add(problem(
+                {}, f"the traces' annotations name {len(spool.note_labels)} different labels; "
+                f"an upload adds at most {NOTE_LABELS_MAX} to the dataset's vocabulary",
+                rule="labels",
+            ))  # fmt: skip
         if problems.count:
             raise ImportFailed(problems.final())
         with transaction.atomic():
