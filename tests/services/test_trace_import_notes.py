@@ -171,6 +171,18 @@ def test_an_upload_that_would_add_too_many_labels_is_refused_and_writes_nothing(
     assert not Label.objects.exists() and not Annotation.objects.exists()
 
 
+def test_labels_the_vocabulary_has_do_not_count_against_the_limit(org):
+    first = import_lines(org, "labels", [chat(0)])
+    names = [f"label {n}" for n in range(NOTE_LABELS_MAX + 1)]
+    for name in names:
+        label_create(dataset=first.dataset, name=name)
+    lines = [{**chat(n + 1), "annotations": [{"label": name}]} for n, name in enumerate(names)]
+    result = import_lines(org, "labels", lines)
+    assert result.traces == NOTE_LABELS_MAX + 1
+    assert Label.objects.filter(dataset=first.dataset).count() == NOTE_LABELS_MAX + 1
+    assert Annotation.objects.filter(trace__dataset=first.dataset).count() == len(names)
+
+
 def test_notes_read_in_parts_are_those_read_whole(org, monkeypatch, settings):
     settings.IMPORT_WORKERS = 3
     monkeypatch.setattr(imports, "PART_MIN_BYTES", 2048)

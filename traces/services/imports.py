@@ -1132,6 +1132,24 @@ def _dataset_hashes(
     return found.values_list("content_hash", flat=True).iterator(chunk_size=HASH_CHUNK * 4)
 
 
+def _labels_new(
+    names: set[str], *, organization: Organization, dataset_name: str, dataset: Dataset | None
+) -> int:
+    """How many of `names` the dataset's vocabulary (else the named dataset's) lacks."""
+    if len(names) <= NOTE_LABELS_MAX:
+        return 0  # within the limit whatever the vocabulary has
+    labels = (
+        Label.objects.filter(dataset=dataset)
+        if dataset is not None
+        else Label.objects.filter(dataset__organization=organization, dataset__name=dataset_name)
+    )
+    known = 0
+    pending = sorted(names)
+    for start in range(0, len(pending), HASH_CHUNK):
+        known += labels.filter(name__in=pending[start : start + HASH_CHUNK]).count()
+    return len(names) - known
+
+
 # After this many new blocks, PostgreSQL's statistics are looked at before the commit.
 ANALYZE_AFTER_BLOCKS = 10_000
 # ... and after this many new traces, those search reads after the commit (as autovacuum).
@@ -1262,10 +1280,14 @@ def trace_import(
                 "blocks": spool.block_count - before[1],
                 "skipped": len(spool.skipped) - before[2],
             })  # fmt: skip
-        if len(spool.note_labels) > NOTE_LABELS_MAX:
+        new_labels = _labels_new(
+            spool.note_labels, organization=organization, dataset_name=dataset_name,
+            dataset=dataset,
+        )  # fmt: skip
+        if new_labels > NOTE_LABELS_MAX:
             problems.add(problem(
-                {}, f"the traces' annotations name {len(spool.note_labels)} different labels; "
-                f"an upload adds at most {NOTE_LABELS_MAX} to the dataset's vocabulary",
+                {}, f"the traces' annotations name {new_labels} labels the dataset's "
+                f"vocabulary lacks; an upload adds at most {NOTE_LABELS_MAX} to it",
                 rule="labels",
             ))  # fmt: skip
         if problems.count:
