@@ -15,13 +15,8 @@ from django.urls import reverse
 
 from traces.models import Annotation, Trace
 from traces.selectors.anchors import AnchoredNote, anchored_notes
+from traces.selectors.annotations import annotation_author
 from traces.selectors.traces import trace_has_events
-
-
-def _author(annotation: Annotation) -> str:
-    if annotation.author is not None:
-        return annotation.author.get_username()
-    return "API key" if annotation.api_key_id else ""
 
 
 def anchors_context(trace: Trace, annotations: list[Annotation], *, can_edit: bool) -> dict:
@@ -35,7 +30,7 @@ def anchors_context(trace: Trace, annotations: list[Annotation], *, can_edit: bo
         # Only editors may comment, on a trace kept as its events (no query for others).
         "can_comment": can_edit and trace_has_events(trace=trace),
         "url": reverse("trace-anchor", args=[trace.pk]),
-        "notes": [note.island(author=_author(note.annotation)) for note in notes],
+        "notes": [note.island(author=annotation_author(note.annotation)) for note in notes],
     }
     return {
         "anchor_island_json": orjson.dumps(island).decode(),

@@ -32,6 +32,8 @@ class SkippedRow:
     name: str
     short_name: str
     reason: str
+    # The labels and comments the line brought, not given to the trace the dataset has.
+    annotations: int = 0
 
 
 def _where(found: dict[str, Any]) -> str:
@@ -51,6 +53,7 @@ def upload_summary_context(result: ImportResult) -> dict[str, Any]:
             name=found.get("name") or "",
             short_name=_short(found.get("name") or ""),
             reason=REASONS.get(found.get("reason", ""), IN_DATASET_REASON),
+            annotations=found.get("annotations", 0),
         )
         for found in result.skipped[:SKIPPED_SHOWN]
     ]

@@ -76,14 +76,16 @@ def address_parse(text: str) -> Address:
     path_text, colon, anchor_text = text.partition(":")
     if not path_text.startswith("messages"):
         raise AddressInvalid("an address starts with 'messages' or is '<root>'")
-    rest, steps = path_text[len("messages") :], []
-    while rest:
-        m = _STEP.match(rest)
+    # Matched in place, never cut: a copy of the rest at each step made an address of
+    # 100,000 steps take a second.
+    at, steps = len("messages"), []
+    while at < len(path_text):
+        m = _STEP.match(path_text, at)
         if m is None:
-            raise AddressInvalid(f"cannot read the step at {rest[:40]!r}")
+            raise AddressInvalid(f"cannot read the step at {path_text[at : at + 40]!r}")
         index = m[1] if m[1] is not None else m[2]
         steps.append(_int(index, "index") if index is not None else m[3])
-        rest = rest[m.end() :]
+        at = m.end()
     if not steps or not isinstance(steps[0], int):
         raise AddressInvalid("the first step after 'messages' is an event index")
     anchor = _anchor(anchor_text) if colon else {}

@@ -19,6 +19,7 @@ from traces.policy import Action, allows, require
 from traces.selectors.access import dataset_for, trace_for
 from traces.selectors.annotations import (
     ANNOTATIONS_SHOWN,
+    annotation_author,
     annotation_get_in_org,
     annotations_shown,
     block_label_names,
@@ -64,6 +65,8 @@ def annotations_context(
     # alone: in the same query as the annotations' blocks.
     asked = block if "\x00" not in block else ""  # (PostgreSQL refuses NUL)
     numbers = _number_blocks(trace, annotations, also=asked)
+    for annotation in annotations:
+        annotation.author_text = annotation_author(annotation)
     return {
         "trace": trace,
         "annotations": annotations,

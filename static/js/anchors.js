@@ -245,6 +245,8 @@
     composer.setAttribute("hx-post", data.url);
     composer.setAttribute("hx-target", "#annotations");
     composer.setAttribute("hx-swap", "outerHTML");
+    // One note a submit: a second press (or click) while the first is sent is dropped.
+    composer.setAttribute("hx-sync", "this:drop");
     field(composer, "block", pending.block);
     field(composer, "quote", pending.quote);
     field(composer, "hint", String(pending.hint));
@@ -261,7 +263,7 @@
     text.addEventListener("keydown", (event) => {
       if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
         event.preventDefault();
-        composer.requestSubmit();
+        if (!event.repeat) composer.requestSubmit();  // a held key saves once
       }
     });
     const save = el("button", "", "Comment");

@@ -13,11 +13,16 @@ def owner_key(org) -> str:
     return api_key_create(organization=org, name="sdk", role="owner").secret
 
 
+# The SDK's own timeouts (5 s to connect) are for a server that is up; the suite's live
+# server shares two cores with a second test process and Chromium.
+SDK_TIMEOUT_MS = 60_000
+
+
 @pytest.fixture
 def sdk(live_server, owner_key):
     from invariant_sdk.client import Client
 
-    client = Client(api_url=live_server.url, api_key=owner_key)
+    client = Client(api_url=live_server.url, api_key=owner_key, timeout_ms=SDK_TIMEOUT_MS)
     yield client
     client.session.close()
 

@@ -4,6 +4,7 @@ with its own database connection: SQLite serializes the writes, PostgreSQL races
 
 import pytest
 
+from tests.invariant.conftest import SDK_TIMEOUT_MS
 from tests.threads import run_together
 from traces.models import Dataset, Trace
 
@@ -16,7 +17,7 @@ def test_concurrent_pushes_to_a_new_dataset_get_gapless_indices(live_server, own
     from invariant_sdk.client import Client
 
     def push(n):
-        client = Client(api_url=live_server.url, api_key=owner_key)
+        client = Client(api_url=live_server.url, api_key=owner_key, timeout_ms=SDK_TIMEOUT_MS)
         try:
             events = [{"role": "user", "content": f"push {n}"}]
             return client.create_request_and_push_trace(messages=[events], dataset="race").id[0]
@@ -35,7 +36,7 @@ def test_concurrent_multi_trace_pushes_keep_each_request_contiguous(live_server,
     from invariant_sdk.client import Client
 
     def push(n):
-        client = Client(api_url=live_server.url, api_key=owner_key)
+        client = Client(api_url=live_server.url, api_key=owner_key, timeout_ms=SDK_TIMEOUT_MS)
         try:
             traces = [[{"role": "user", "content": f"{n}.{k}"}] for k in range(3)]
             return client.create_request_and_push_trace(messages=traces, dataset="multi").id

@@ -6,6 +6,7 @@ import asyncio
 import pytest
 from invariant_sdk.types.exceptions import InvariantError, InvariantNotFoundError
 
+from tests.invariant.conftest import SDK_TIMEOUT_MS
 from traces.models import Dataset
 from traces.services.api_keys import api_key_create
 
@@ -50,7 +51,7 @@ def test_the_async_client_reads_and_updates_metadata_and_pushes(live_server, own
     from invariant_sdk.async_client import AsyncClient
 
     async def run():
-        client = AsyncClient(api_url=live_server.url, api_key=owner_key)
+        client = AsyncClient(api_url=live_server.url, api_key=owner_key, timeout_ms=SDK_TIMEOUT_MS)
         pushed = await client.create_request_and_push_trace(
             messages=[[{"role": "user", "content": "a"}]], dataset=uploaded
         )
@@ -76,7 +77,11 @@ def test_a_missing_dataset_is_not_found(sdk):
 def test_another_owners_dataset_is_403_unless_public(sdk, uploaded, rival_org, live_server):
     from invariant_sdk.client import Client
 
-    rival = Client(api_url=live_server.url, api_key=api_key_create(organization=rival_org).secret)
+    rival = Client(
+        api_url=live_server.url,
+        api_key=api_key_create(organization=rival_org).secret,
+        timeout_ms=SDK_TIMEOUT_MS,
+    )
     with pytest.raises(InvariantError, match="HTTP error"):
         rival.get_dataset_metadata(uploaded, owner_username="acme")
     Dataset.objects.filter(name=uploaded).update(is_public=True)

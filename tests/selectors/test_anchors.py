@@ -1,5 +1,6 @@
 """traces/selectors/anchors.py: where an addressed note lands. A trace imported from a file
-keeps no events to find the text in: a note its import put on a block stays there."""
+keeps no events to find the text in: a note its import put on a block lands on that block,
+on the range of the block's text its address names where it names the content."""
 
 import io
 import json
@@ -7,13 +8,14 @@ import json
 from tests.services.test_trace_import_parts import chat
 from traces.anchors import Place
 from traces.models import Annotation, Block, Trace
-from traces.selectors.anchors import NO_EVENTS, anchored_notes
+from traces.selectors.anchors import anchored_notes
 from traces.services.annotations import annotation_create
 from traces.services.imports import trace_import
 
 
 def imported(org, annotations: list) -> Trace:
     line = {**chat(1), "annotations": annotations}
+    line["messages"][0]["content"] = "first line\nsecond line"
     data = json.dumps(line).encode() + b"\n"
     result = trace_import(
         organization=org, dataset_name="notes", files=[("runs.jsonl", io.BytesIO(data))]
@@ -21,19 +23,35 @@ def imported(org, annotations: list) -> Trace:
     return Trace.objects.get(dataset=result.dataset)
 
 
-def test_a_note_an_import_put_on_a_block_lands_there_though_the_trace_keeps_no_events(org):
-    trace = imported(org, [{"content": "the output", "address": "messages[2].content:L0"}])
-    note = Annotation.objects.get(trace=trace)
+def places(trace: Trace) -> dict[str, Place]:
+    notes = list(Annotation.objects.filter(trace=trace))
+    return {n.annotation.comment: n.place for n in anchored_notes(annotations=notes, trace=trace)}
+
+
+def test_a_note_an_import_put_on_a_block_lands_on_the_text_its_address_names(org):
+    trace = imported(
+        org,
+        [
+            {"content": "line", "address": "messages[0].content:L1"},
+            {"content": "range", "address": "messages[2].content:0-6"},
+            {"content": "call", "address": "messages[1].tool_calls[0].function.name"},
+            {"content": "past", "address": "messages[0].content:L9"},
+        ],
+    )
+    found = places(trace)
+    user = Block.objects.get(trace=trace, number=1)
     result = Block.objects.get(trace=trace, sub_type="TOOL_RESULT")
-    [anchored] = anchored_notes(annotations=[note], trace=trace)
-    assert anchored.place == Place(result.pk, why=f"messages[2].content:L0: {NO_EVENTS}")
+    call = Block.objects.get(trace=trace, sub_type="TOOL_CALL")
+    assert found["line"] == Place(user.pk, quote="second line", hint=11 / 22)
+    assert found["range"] == Place(result.pk, quote="result", hint=0.0)
+    assert found["call"] == Place(call.pk)  # on the block, as nothing of a call is text
+    assert found["past"].block == user.pk and "past the end" in found["past"].why
 
 
 def test_a_note_on_no_block_of_a_trace_without_events_is_unplaced(org):
     trace = imported(org, [{"content": "nowhere", "address": "messages[9].content:L0"}])
     later = annotation_create(trace=trace, comment="mine", address="messages[0]")
-    notes = list(Annotation.objects.filter(trace=trace).order_by("comment"))
-    places = {n.annotation.comment: n.place for n in anchored_notes(annotations=notes, trace=trace)}
-    assert places["nowhere"].block is None
-    assert "has no event 9" in places["nowhere"].why
-    assert later.block_id is None and places["mine"].block is None
+    found = places(trace)
+    assert found["nowhere"].block is None
+    assert "has no event 9" in found["nowhere"].why
+    assert later.block_id is None and found["mine"].block is None

@@ -14,6 +14,7 @@ from tests.services.test_trace_import_parts import chat
 from traces.errors import ImportFailed
 from traces.ingest.notes import NOTE_LABELS_MAX, NOTES_MAX
 from traces.models import Annotation, Block, Dataset, Label, Trace
+from traces.selectors.annotations import annotation_author
 from traces.selectors.exports import dataset_export_lines
 from traces.services import imports
 from traces.services.annotations import annotation_create, label_create
@@ -115,6 +116,40 @@ def test_an_exported_dataset_imports_elsewhere_with_its_tags_and_comments(
     assert "annotations" not in copied.metadata
 
 
+def test_an_explorer_note_exported_and_imported_again_keeps_its_address_and_provenance(
+    org, rival_org, member
+):
+    line = {**chat(1), "annotations": [
+        {"content": "see", "address": "messages[2].content:L0", "extra_metadata": {"s": 1},
+         "author": "carol", "time_created": "2024-12-13"},
+    ]}  # fmt: skip
+    first = import_lines(org, "runs", [line])
+    trace = Trace.objects.get(dataset=first.dataset)
+    annotation_create(trace=trace, comment="mine", author=member)
+    for fmt in ("blocks", "chat"):
+        exported = b"".join(dataset_export_lines(dataset=first.dataset, fmt=fmt))
+        again = import_bytes(rival_org, f"again-{fmt}", exported)
+        notes = {a.comment: a for a in Annotation.objects.filter(trace__dataset=again.dataset)}
+        assert notes["see"].address == "messages[2].content:L0"
+        assert notes["see"].block.sub_type == "TOOL_RESULT"
+        # Where it first came from, not the copy in between.
+        assert notes["see"].extra_metadata == {
+            "s": 1, "imported": {"author": "carol", "time_created": "2024-12-13"},
+        }  # fmt: skip
+        assert annotation_author(notes["see"]) == "carol (imported)"
+        assert annotation_author(notes["mine"]) == f"{member.username} (imported)"
+
+
+def test_a_skipped_trace_says_how_many_notes_it_brought(org):
+    plain = chat(1)
+    first = import_lines(org, "runs", [plain])
+    noted = {**plain, "annotations": [{"comment": "a"}, {"label": "b"}]}
+    again = import_lines(org, "runs", [noted, noted])
+    assert [s["reason"] for s in again.skipped] == ["in_dataset", "in_dataset"]
+    assert [s["annotations"] for s in again.skipped] == [2, 2]
+    assert not Annotation.objects.filter(trace__dataset=first.dataset).exists()
+
+
 def test_a_label_the_vocabulary_has_is_used_not_added_again(org):
     first = import_lines(org, "runs", [chat(1)])
     label = label_create(dataset=first.dataset, name="flaky")
@@ -137,6 +172,7 @@ def test_a_label_the_vocabulary_has_is_used_not_added_again(org):
         [{"content": "both shapes", "label": "x"}],
         [{"something": "else"}],
         [{"comment": "x" * 10_001}],
+        [{"content": "far", "address": "messages" + "[0]" * 400}],  # over 1,000 characters
         [{"content": "ok", "address": "messages[0]"}, {"comment": 5}],
         [{"comment": "many"}] * (NOTES_MAX + 1),
     ],

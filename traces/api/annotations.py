@@ -43,6 +43,12 @@ class AnnotationOut(serializers.Serializer):
     block_id = serializers.CharField(allow_null=True, help_text="null: on the trace itself")
     author = serializers.CharField(allow_null=True, help_text="null: written with an API key")
     created_at = serializers.DateTimeField()
+    address = serializers.CharField(
+        required=False, help_text="an Invariant Explorer address anchoring it to text, if any"
+    )
+    extra_metadata = serializers.JSONField(
+        required=False, help_text="Explorer's free JSON of the note, and what an upload said of it"
+    )
 
 
 def label_out(label: Label, traces: int = 0, annotations: int = 0) -> dict:

@@ -119,7 +119,9 @@ class DatasetUploadApi(OrgUploadApi):
         skipped = serializers.ListField(
             child=serializers.DictField(),
             help_text="traces left out as duplicates: file, trace or line, name, and reason "
-            "(in_dataset: the dataset had it; in_upload: repeated in this upload)",
+            "(in_dataset: the dataset had it; in_upload: repeated in this upload); "
+            "`annotations`: how many labels and comments the line brought, not added to the "
+            "trace kept",
         )
         metadata_kept = serializers.ListField(
             child=serializers.DictField(),

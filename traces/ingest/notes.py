@@ -1,7 +1,8 @@
 """The labels and comments a trace line carries in `annotations`, read for an import.
 
 Two shapes are known: this product's exports write `{label, comment, block_id, author,
-created_at}` (traces/selectors/exports.py), Invariant Explorer's downloads and sample data
+created_at}`, with an Explorer note's `address` and `extra_metadata` where it has them
+(traces/selectors/exports.py); Invariant Explorer's downloads and sample data write
 `{content, address, extra_metadata}` (spec invariant-explorer-api.md 2.13). An import makes
 them the new trace's annotations: labels of the dataset's vocabulary (added to it when it
 has none of that name), comments, Explorer addresses. A list it cannot read whole stays in
@@ -13,14 +14,14 @@ from typing import Any
 
 from traces import jsontext
 from traces.errors import ValidationFailed
-from traces.services.annotations import COMMENT_MAX, label_name_check
+from traces.services.annotations import ADDRESS_MAX, COMMENT_MAX, label_name_check
 
 # The most annotations one trace brings; more, and the list stays in the metadata.
 NOTES_MAX = 1000
 # The most label names one import may add to the dataset's vocabulary.
 NOTE_LABELS_MAX = 200
 
-_EXPORT_KEYS = frozenset({"label", "comment", "block_id"})
+_EXPORT_KEYS = frozenset({"label", "comment", "block_id", "address", "extra_metadata"})
 _EXPLORER_KEYS = frozenset({"content", "address", "extra_metadata"})
 
 
@@ -52,8 +53,10 @@ def notes_of(value: Any) -> list[NoteDraft] | None:
 def _note(item: Any) -> NoteDraft | None:
     if not isinstance(item, dict):
         return None
-    explorer = bool(_EXPLORER_KEYS & item.keys())
-    if explorer == bool(_EXPORT_KEYS & item.keys()):
+    # An export's note says `comment` or `label`; Explorer's `content` or only `address`.
+    export = "comment" in item or "label" in item
+    explorer = "content" in item or ("address" in item and not export)
+    if export == explorer:
         return None  # neither shape, or both
     try:
         return _explorer_note(item) if explorer else _export_note(item)
@@ -71,39 +74,59 @@ def _text(value: Any) -> str | None:
     return value if len(value) <= COMMENT_MAX else None
 
 
-def _imported(item: dict[str, Any], known: frozenset[str]) -> dict[str, Any]:
+def _address(item: dict[str, Any]) -> tuple[bool, str | None]:
+    """(readable, the address): as annotations take one (a string of at most ADDRESS_MAX
+    characters without NUL), or none."""
+    address = item.get("address")
+    ok = address is None or (
+        isinstance(address, str) and len(address) <= ADDRESS_MAX and "\x00" not in address
+    )
+    return ok, address
+
+
+def _extra(
+    item: dict[str, Any], known: frozenset[str], provenance: dict[str, Any]
+) -> tuple[bool, dict[str, Any] | None]:
+    """(readable, the note's extra_metadata): the one given, with what else the line said
+    of the note under "imported", unless the one given has that already (a note exported
+    and uploaded again keeps where it first came from)."""
+    given = item.get("extra_metadata")
+    if given is not None and not isinstance(given, dict):
+        return False, None
     rest = {key: value for key, value in item.items() if key not in known}
-    return {"imported": rest} if rest else {}
+    rest.update(provenance)
+    extra = dict(given or {})
+    if rest and "imported" not in extra:
+        extra["imported"] = rest
+    jsontext.check_depth(extra)
+    return True, extra if extra or given is not None else None
 
 
 def _explorer_note(item: dict[str, Any]) -> NoteDraft | None:
-    comment, address = _text(item.get("content")), item.get("address")
-    if comment is None or not (address is None or isinstance(address, str)):
+    comment = _text(item.get("content"))
+    readable, address = _address(item)
+    if comment is None or not readable or (not comment and address is None):
         return None
-    if address is not None and "\x00" in address:
+    readable, extra = _extra(item, _EXPLORER_KEYS, {})
+    if not readable:
         return None
-    if not comment and address is None:
-        return None
-    given = item.get("extra_metadata")
-    if given is not None and not isinstance(given, dict):
-        return None
-    extra = {**(given or {}), **_imported(item, _EXPLORER_KEYS)}
-    jsontext.check_depth(extra)
-    return NoteDraft(
-        comment=comment, address=address, extra_metadata=extra or given,
-    )  # fmt: skip
+    return NoteDraft(comment=comment, address=address, extra_metadata=extra)
 
 
 def _export_note(item: dict[str, Any]) -> NoteDraft | None:
     comment, label, block_id = _text(item.get("comment")), item.get("label"), item.get("block_id")
     if comment is None or not (block_id is None or isinstance(block_id, str)):
         return None
+    readable, address = _address(item)
+    if not readable:
+        return None
     if label is not None:
         label = label_name_check(label)
-    if label is None and not comment:
+    if label is None and not comment and address is None:
         return None
-    extra = _imported(item, _EXPORT_KEYS)
-    if block_id is not None:
-        extra.setdefault("imported", {})["block_id"] = block_id
-    jsontext.check_depth(extra)
-    return NoteDraft(comment=comment, label=label, block_id=block_id, extra_metadata=extra or None)
+    readable, extra = _extra(item, _EXPORT_KEYS, {} if block_id is None else {"block_id": block_id})
+    if not readable:
+        return None
+    return NoteDraft(
+        comment=comment, label=label, block_id=block_id, address=address, extra_metadata=extra,
+    )  # fmt: skip

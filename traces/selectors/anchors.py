@@ -20,7 +20,6 @@ METADATA_SHOWN = 4000  # characters of a note's extra_metadata the page shows
 # notes of a megabyte each must not make a megabyte page.
 COMMENT_SHOWN = 4000
 ADDRESS_SHOWN = 200
-NO_EVENTS = "on the block it names; the trace keeps no events to find the text in"
 
 
 def _cut(text: str, most: int) -> str:
@@ -111,6 +110,14 @@ def anchored_notes(*, annotations: list[Annotation], trace: Trace) -> list[Ancho
     positions = {p.event for p in parsed.values() if not isinstance(p, str) and p.event is not None}
     events = _events(trace, positions) if positions else {}
     blocks = _event_blocks(trace, events)
+    # A trace imported from a file keeps no events (Explorer's pushes do): its import put
+    # each note on the block its address names, whose own text stands for the event's.
+    imported = {
+        a.block_id for a in addressed
+        if a.block_id is not None and not isinstance(parsed[a.pk], str)
+        and parsed[a.pk].event is not None and parsed[a.pk].event not in events
+    }  # fmt: skip
+    texts = _block_texts(trace, imported) if imported else {}
     notes = []
     for a in addressed:
         address = parsed[a.pk]
@@ -118,10 +125,8 @@ def anchored_notes(*, annotations: list[Annotation], trace: Trace) -> list[Ancho
             place = Place(None, why=f"{a.address[:100]}: {address}")
         elif address.event is None:
             place = Place(None)  # <root>: a note on the trace
-        elif address.event not in events and a.block_id is not None:
-            # A trace imported from a file keeps no events (Explorer's pushes do): its
-            # import put the note on the block the address names.
-            place = Place(a.block_id, why=f"{a.address[:100]}: {NO_EVENTS}")
+        elif a.block_id in texts and address.event not in events:
+            place = _on_imported_block(address, a.block_id, texts[a.block_id], a.address[:100])
         else:
             event = events.get(address.event)
             place = note_place(
@@ -130,6 +135,27 @@ def anchored_notes(*, annotations: list[Annotation], trace: Trace) -> list[Ancho
             )  # fmt: skip
         notes.append(AnchoredNote(a, place))
     return notes
+
+
+def _block_texts(trace: Trace, block_ids: set[str]) -> dict[str, str | None]:
+    """The text of each block (a message's content, a tool's output), None where it has
+    none (a call, a multimodal message)."""
+    rows = Block.objects.filter(trace=trace, pk__in=sorted(block_ids)[:NOTES_MAX])
+    texts: dict[str, str | None] = {}
+    for block_id, sub_type, payload in rows.values_list("id", "sub_type", "payload"):
+        key = {"MESSAGE": "content", "TOOL_RESULT": "output"}.get(sub_type)
+        value = payload.get(key) if key and isinstance(payload, dict) else None
+        texts[block_id] = value if isinstance(value, str) else None
+    return texts
+
+
+def _on_imported_block(address: Any, block_id: str, text: str | None, spelled: str) -> Place:
+    """Where a note an import put on `block_id` lands: on the range of the block's text its
+    address names when it names the event's content, else on the block."""
+    if text is None or address.path not in ((), ("content",)):
+        return Place(block_id)
+    place = note_place(address, {"content": text}, [(block_id, "")], spelled=spelled)
+    return place if place.block == block_id else Place(block_id)
 
 
 @dataclass(frozen=True)

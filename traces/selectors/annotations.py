@@ -68,6 +68,22 @@ _SHOWN: Prepared[Annotation] = Prepared(
 )
 
 
+def annotation_author(annotation: Annotation) -> str:
+    """Who wrote it, as a page says: the user, "API key", or for a note an upload brought
+    (traces/ingest/notes.py) who wrote it where it came from, "(imported)"; "" if no one
+    is known."""
+    if annotation.author_id is not None:
+        return annotation.author.get_username()
+    if annotation.api_key_id is not None:
+        return "API key"
+    extra = annotation.extra_metadata
+    imported = extra.get("imported") if isinstance(extra, dict) else None
+    if not isinstance(imported, dict):
+        return ""
+    who = imported.get("author")
+    return f"{who[:100]} (imported)" if isinstance(who, str) and who else "imported"
+
+
 def annotations_shown(*, trace: Trace) -> list[Annotation]:
     """The first ANNOTATIONS_SHOWN of `annotations_of`, as every trace page reads them
     (traces/selectors/prepared.py)."""

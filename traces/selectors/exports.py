@@ -78,9 +78,10 @@ def trace_blocks_export(*, trace: Trace) -> list[dict[str, Any]]:
 
 
 def annotation_export(annotation: Annotation) -> dict[str, Any]:
-    """A label or comment as export lines and the API give it."""
+    """A label or comment as export lines and the API give it; an Explorer note's address
+    and extra_metadata where it has them (an upload of the export keeps them)."""
     author = annotation.author.get_username() if annotation.author_id else None
-    return {
+    out = {
         "id": annotation.id,
         "label": annotation.label.name if annotation.label_id else None,
         "comment": annotation.comment,
@@ -88,6 +89,11 @@ def annotation_export(annotation: Annotation) -> dict[str, Any]:
         "author": author,
         "created_at": annotation.created_at.isoformat(),
     }
+    if annotation.address is not None:
+        out["address"] = annotation.address
+    if annotation.extra_metadata is not None:
+        out["extra_metadata"] = annotation.extra_metadata
+    return out
 
 
 def _dataset_annotations(dataset: Dataset) -> dict[str, list[dict[str, Any]]]:
