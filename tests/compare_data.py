@@ -67,7 +67,7 @@ def expected(sims_a: list[dict], sims_b: list[dict]) -> dict:
         ci = stats.t.interval(
             0.95, len(diffs) - 1, loc=sum(diffs) / len(diffs), scale=stats.sem(diffs)
         )
-        out["ci"] = list(ci)
+        out["ci"] = [max(-1.0, ci[0]), min(1.0, ci[1])]  # where a difference of shares lies
     if any(d != 0 for d in diffs):
         p = stats.wilcoxon(diffs).pvalue
         out["p_value"] = None if math.isnan(p) else float(p)

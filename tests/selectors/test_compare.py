@@ -203,6 +203,17 @@ def test_a_trace_without_a_dataset_or_task_has_no_other_trials(org):
     assert compare.other_trials(trace=lone) == []
 
 
+def test_the_paired_interval_of_two_tasks_stays_where_a_difference_of_shares_can_be():
+    # Student's t with one degree of freedom: 0.95 +- 12.706 * 0.05 reaches 1.585.
+    mean, low, high, _, _ = compare.paired_statistics([1.0, 0.9], bounds=(-1.0, 1.0))
+    assert mean == pytest.approx(0.95) and low == pytest.approx(0.95 - 12.7062 * 0.05, abs=1e-3)
+    assert high == 1.0
+    _, low, high, _, _ = compare.paired_statistics([1.0, 0.25], bounds=(-1.0, 1.0))
+    assert (low, high) == (-1.0, 1.0)  # 0.625 +- 4.76: both ends cut
+    _, low, high, _, _ = compare.paired_statistics([1.0, 0.9])
+    assert high == pytest.approx(0.95 + 12.7062 * 0.05, abs=1e-3)  # unbounded as before
+
+
 # --- two real datasets -------------------------------------------------------------------
 
 

@@ -28,7 +28,8 @@ Datasets. A trace succeeds exactly when accuracy counts it as a success: its rew
 dataset's task key in a trace's metadata): n traces, the share that succeed, pass@k and
 pass^k over those n. Over the tasks both sides share: the mean of the per-task
 differences (B - A) with a paired 95% confidence interval (Student's t over the
-differences), and the Wilcoxon signed-rank test of the differences as
+differences, cut to -1..1, where a difference of two shares lies: with two or three tasks
+the t interval alone reached past 2), and the Wilcoxon signed-rank test of the differences as
 `scipy.stats.wilcoxon` computes it by default. Each side's accuracy (successes over all
 its traces) comes with a 95% Wilson score interval.
 """
@@ -553,10 +554,13 @@ def wilson(successes: int, total: int) -> Proportion:
     return Proportion(successes, total, float(ci.low), float(ci.high))
 
 
-def paired_statistics(differences: list[float]) -> tuple[Any, ...]:
+def paired_statistics(
+    differences: list[float], bounds: tuple[float, float] = (-math.inf, math.inf)
+) -> tuple[Any, ...]:
     """(mean, ci_low, ci_high, statistic, p_value) of paired differences: Student's t
-    interval of the mean, and the Wilcoxon signed-rank test (scipy's defaults). The test
-    is None when no difference is non-zero; the interval when fewer than two."""
+    interval of the mean, within `bounds` (where the mean must lie), and the Wilcoxon
+    signed-rank test (scipy's defaults). The test is None when no difference is non-zero;
+    the interval when fewer than two."""
     n = len(differences)
     if n == 0:
         return None, None, None, None, None
@@ -568,7 +572,7 @@ def paired_statistics(differences: list[float]) -> tuple[Any, ...]:
             low = high = mean
         else:
             ci = stats.ttest_1samp(differences, 0.0).confidence_interval(0.95)
-            low, high = float(ci.low), float(ci.high)
+            low, high = max(bounds[0], float(ci.low)), min(bounds[1], float(ci.high))
     statistic = p_value = None
     if any(d != 0 for d in differences):
         with warnings.catch_warnings():
@@ -624,7 +628,7 @@ def dataset_compare(*, a: Side, b: Side, key: str | None = None) -> DatasetCompa
     # gains before losses of the same size.
     rows.sort(key=lambda r: (-abs(r.difference), -r.difference, str(r.task)))
     differences = [r.success_b - r.success_a for r in rows]
-    mean, low, high, statistic, p_value = paired_statistics(differences)
+    mean, low, high, statistic, p_value = paired_statistics(differences, bounds=(-1.0, 1.0))
     summary = Summary(
         shared_tasks=len(rows),
         accuracy_a=wilson(wins_a, total_a),
