@@ -8,17 +8,19 @@ import json
 from tests.services.test_trace_import_parts import chat
 from traces.anchors import Place
 from traces.models import Annotation, Block, Trace
-from traces.selectors.anchors import anchored_notes
+from traces.selectors.anchors import TEXT_PLACED_MAX, anchored_notes
 from traces.services.annotations import annotation_create
 from traces.services.imports import trace_import
 
 
-def imported(org, annotations: list) -> Trace:
+def imported(org, annotations: list, output: str | None = None, name: str = "notes") -> Trace:
     line = {**chat(1), "annotations": annotations}
     line["messages"][0]["content"] = "first line\nsecond line"
+    if output is not None:
+        line["messages"][2]["content"] = output
     data = json.dumps(line).encode() + b"\n"
     result = trace_import(
-        organization=org, dataset_name="notes", files=[("runs.jsonl", io.BytesIO(data))]
+        organization=org, dataset_name=name, files=[("runs.jsonl", io.BytesIO(data))]
     )
     return Trace.objects.get(dataset=result.dataset)
 
@@ -55,3 +57,14 @@ def test_a_note_on_no_block_of_a_trace_without_events_is_unplaced(org):
     assert found["nowhere"].block is None
     assert "has no event 9" in found["nowhere"].why
     assert later.block_id is None and found["mine"].block is None
+
+
+def test_a_note_on_an_output_too_long_to_read_for_it_is_on_its_block_without_a_range(org):
+    long = "result line\n" + "x" * TEXT_PLACED_MAX
+    trace = imported(org, [{"content": "long", "address": "messages[2].content:L0"}], long)
+    result = Block.objects.get(trace=trace, sub_type="TOOL_RESULT")
+    assert places(trace)["long"] == Place(result.pk)
+    short = imported(
+        org, [{"content": "short", "address": "messages[2].content:L0"}], "a\nb", "short"
+    )
+    assert places(short)["short"].quote == "a"

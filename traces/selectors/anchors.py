@@ -8,6 +8,7 @@ from typing import Any
 
 import orjson
 from django.db.models import Q
+from django.db.models.functions import Length
 
 from traces.addresses import AddressInvalid, address_parse
 from traces.anchors import QUOTE_MAX, Place, note_place, selection_address
@@ -20,6 +21,9 @@ METADATA_SHOWN = 4000  # characters of a note's extra_metadata the page shows
 # notes of a megabyte each must not make a megabyte page.
 COMMENT_SHOWN = 4000
 ADDRESS_SHOWN = 200
+# The longest payload whose text a note of a trace from a file is placed in (else the
+# note is on its block, without a range).
+TEXT_PLACED_MAX = 64 * 1024
 
 
 def _cut(text: str, most: int) -> str:
@@ -139,10 +143,12 @@ def anchored_notes(*, annotations: list[Annotation], trace: Trace) -> list[Ancho
 
 def _block_texts(trace: Trace, block_ids: set[str]) -> dict[str, str | None]:
     """The text of each block (a message's content, a tool's output), None where it has
-    none (a call, a multimodal message)."""
+    none (a call, a multimodal message) or is too long to be read for a note
+    (TEXT_PLACED_MAX: 500 notes on 2 MB outputs would read a gigabyte a view)."""
     rows = Block.objects.filter(trace=trace, pk__in=sorted(block_ids)[:NOTES_MAX])
-    texts: dict[str, str | None] = {}
-    for block_id, sub_type, payload in rows.values_list("id", "sub_type", "payload"):
+    texts: dict[str, str | None] = dict.fromkeys(rows.values_list("id", flat=True))
+    short = rows.annotate(size=Length("payload")).filter(size__lte=TEXT_PLACED_MAX)
+    for block_id, sub_type, payload in short.values_list("id", "sub_type", "payload"):
         key = {"MESSAGE": "content", "TOOL_RESULT": "output"}.get(sub_type)
         value = payload.get(key) if key and isinstance(payload, dict) else None
         texts[block_id] = value if isinstance(value, str) else None
