@@ -14,7 +14,7 @@ from typing import Any
 
 from traces import jsontext
 from traces.errors import ValidationFailed
-from traces.services.annotations import ADDRESS_MAX, COMMENT_MAX, label_name_check
+from traces.services.annotations import address_text_check, comment_check, label_name_check
 
 # The most annotations one trace brings; more, and the list stays in the metadata.
 NOTES_MAX = 1000
@@ -64,24 +64,10 @@ def _note(item: Any) -> NoteDraft | None:
         return None
 
 
-def _text(value: Any) -> str | None:
-    """A comment as an annotation keeps it (services/annotations.py's rules), or None."""
-    if value is None:
-        return ""
-    if not isinstance(value, str) or "\x00" in value:
-        return None
-    value = value.strip()
-    return value if len(value) <= COMMENT_MAX else None
-
-
-def _address(item: dict[str, Any]) -> tuple[bool, str | None]:
-    """(readable, the address): as annotations take one (a string of at most ADDRESS_MAX
-    characters without NUL), or none."""
+def _address(item: dict[str, Any]) -> str | None:
+    """The note's address as annotations keep one, or none (ValidationFailed)."""
     address = item.get("address")
-    ok = address is None or (
-        isinstance(address, str) and len(address) <= ADDRESS_MAX and "\x00" not in address
-    )
-    return ok, address
+    return None if address is None else address_text_check(address)
 
 
 def _extra(
@@ -103,9 +89,8 @@ def _extra(
 
 
 def _explorer_note(item: dict[str, Any]) -> NoteDraft | None:
-    comment = _text(item.get("content"))
-    readable, address = _address(item)
-    if comment is None or not readable or (not comment and address is None):
+    comment, address = comment_check(item.get("content")), _address(item)
+    if not comment and address is None:
         return None
     readable, extra = _extra(item, _EXPLORER_KEYS, {})
     if not readable:
@@ -114,11 +99,9 @@ def _explorer_note(item: dict[str, Any]) -> NoteDraft | None:
 
 
 def _export_note(item: dict[str, Any]) -> NoteDraft | None:
-    comment, label, block_id = _text(item.get("comment")), item.get("label"), item.get("block_id")
-    if comment is None or not (block_id is None or isinstance(block_id, str)):
-        return None
-    readable, address = _address(item)
-    if not readable:
+    comment, address = comment_check(item.get("comment")), _address(item)
+    label, block_id = item.get("label"), item.get("block_id")
+    if not (block_id is None or isinstance(block_id, str)):
         return None
     if label is not None:
         label = label_name_check(label)

@@ -129,8 +129,8 @@ def anchored_notes(*, annotations: list[Annotation], trace: Trace) -> list[Ancho
             place = Place(None, why=f"{a.address[:100]}: {address}")
         elif address.event is None:
             place = Place(None)  # <root>: a note on the trace
-        elif a.block_id in texts and address.event not in events:
-            place = _on_imported_block(address, a.block_id, texts[a.block_id], a.address[:100])
+        elif a.block_id in imported and address.event not in events:
+            place = _on_imported_block(address, a.block_id, texts.get(a.block_id), a.address[:100])
         else:
             event = events.get(address.event)
             place = note_place(
@@ -146,8 +146,8 @@ def _block_texts(trace: Trace, block_ids: set[str]) -> dict[str, str | None]:
     none (a call, a multimodal message) or is too long to be read for a note
     (TEXT_PLACED_MAX: 500 notes on 2 MB outputs would read a gigabyte a view)."""
     rows = Block.objects.filter(trace=trace, pk__in=sorted(block_ids)[:NOTES_MAX])
-    texts: dict[str, str | None] = dict.fromkeys(rows.values_list("id", flat=True))
     short = rows.annotate(size=Length("payload")).filter(size__lte=TEXT_PLACED_MAX)
+    texts: dict[str, str | None] = {}
     for block_id, sub_type, payload in short.values_list("id", "sub_type", "payload"):
         key = {"MESSAGE": "content", "TOOL_RESULT": "output"}.get(sub_type)
         value = payload.get(key) if key and isinstance(payload, dict) else None

@@ -213,13 +213,25 @@ def _block_of(trace: Trace, block_id: Any) -> Block | None:
     return found
 
 
-def _address_check(trace: Trace, address: Any) -> tuple[str, Block | None]:
-    """The address as it is kept, and the block it lands on now (None: nowhere)."""
+def comment_check(comment: Any) -> str:
+    """A comment as an annotation keeps it (none: empty); ValidationFailed otherwise."""
+    return _check_text("" if comment is None else comment, "comment", COMMENT_MAX, required=False)
+
+
+def address_text_check(address: Any) -> str:
+    """An Explorer address as an annotation keeps it: a string of at most ADDRESS_MAX
+    characters without NUL (its grammar is `_address_check`'s)."""
     if not isinstance(address, str) or len(address) > ADDRESS_MAX or "\x00" in address:
         raise ValidationFailed(
             f"address: a string of at most {ADDRESS_MAX} characters",
             {"field": "address", "rule": "type"},
         )
+    return address
+
+
+def _address_check(trace: Trace, address: Any) -> tuple[str, Block | None]:
+    """The address as it is kept, and the block it lands on now (None: nowhere)."""
+    address_text_check(address)
     try:
         address_parse(address)
     except AddressInvalid as exc:
@@ -247,9 +259,7 @@ def annotation_create(
     (by name or id) and/or a free comment; at least one of them. An Explorer `address`
     (traces/addresses.py) anchors it to text: it must parse (422 saying where it breaks),
     may point nowhere (the page lists it unplaced), and gives the block when none is."""
-    comment = _check_text(
-        comment if comment is not None else "", "comment", COMMENT_MAX, required=False
-    )
+    comment = comment_check(comment)
     found_label = _label_of(trace, label)
     if found_label is None and not comment:
         raise ValidationFailed(
