@@ -1,13 +1,17 @@
-"""traces/bulk.py: `parents_made_in_trace` lifts SQLite's parent check only for the
-transaction of a trusted bulk write, and it is back however that transaction ends."""
+"""traces/bulk.py: `parents_made_in_trace` lifts the parent check (SQLite's trigger,
+PostgreSQL's deferred one) only for the rows of a trusted bulk write, and it is back
+however that write ends."""
 
+import orjson
 import pytest
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from benchmarks.realruns import DEFAULT_DATA
 from tests.conftest import as_file
-from traces.bulk import parents_made_in_trace
-from traces.models import Block, Dataset, Trace
+from tests.services.test_deletion import png_url
+from traces.bulk import keys_made_here, parents_made_in_trace
+from traces.models import Annotation, Block, Dataset, Trace, TraceImage
 from traces.services.imports import trace_import
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -39,6 +43,8 @@ def parent_in_other_trace(org) -> Block:
         payload={"text": "hmm"}, created_at=now, updated_at=now,
     )  # fmt: skip
 
+
+postgres_only = pytest.mark.postgres
 
 sqlite_only = pytest.mark.skipif(
     "connection.vendor != 'sqlite'", reason="the parent check is a trigger on SQLite only"
@@ -105,3 +111,106 @@ def test_a_migrate_puts_back_the_triggers_a_migration_forgot(org):
     assert trigger_names() == before
     with pytest.raises(IntegrityError, match="parent must be in the same trace"):
         parent_in_other_trace(org).save()
+
+
+@postgres_only
+def test_on_postgresql_an_import_leaves_the_parent_check_on_for_later_rows(org):
+    result = trace_import(organization=org, dataset_name="d", files=[as_file(CHAT, "a.jsonl")])
+    assert result.blocks == 4
+    with pytest.raises(IntegrityError, match="parent must be in the same trace"):
+        with transaction.atomic():
+            parent_in_other_trace(org).save()
+    assert not Block.objects.filter(trace__dataset__name="two").exclude(sub_type="MESSAGE")
+
+
+@postgres_only
+def test_on_postgresql_only_the_rows_inside_are_not_checked(org):
+    """Inside, a row is taken as the caller made it (even a wrong one: the caller's
+    promise); the same transaction's rows after it are checked at its commit."""
+    with transaction.atomic():
+        with parents_made_in_trace():
+            trusted = parent_in_other_trace(org)
+            trusted.save()
+        transaction.get_connection().check_constraints()  # nothing queued for it
+        assert Block.objects.filter(pk=trusted.pk).exists()
+        with pytest.raises(IntegrityError, match="parent must be in the same trace"):
+            with transaction.atomic():
+                Block.objects.create(
+                    trace=trusted.trace, block_type="ACT", sub_type="THINK",
+                    parent=trusted.parent, payload={}, created_at=trusted.created_at,
+                    updated_at=trusted.created_at,
+                )  # fmt: skip
+                transaction.get_connection().check_constraints()
+
+
+@postgres_only
+def test_on_postgresql_a_rolled_back_write_leaves_the_check_on(org):
+    with transaction.atomic():
+        with pytest.raises(RuntimeError, match="boom"), transaction.atomic():
+            with parents_made_in_trace():
+                raise RuntimeError("boom")
+        with pytest.raises(IntegrityError, match="parent must be in the same trace"):
+            with transaction.atomic():
+                parent_in_other_trace(org).save()
+                transaction.get_connection().check_constraints()
+
+
+@postgres_only
+def test_on_postgresql_outside_a_transaction_it_refuses_to_lift_the_check():
+    with pytest.raises(RuntimeError, match="needs a transaction"):
+        with parents_made_in_trace():
+            pass
+
+
+def foreign_keys_on() -> bool:
+    with connection.cursor() as cursor:
+        return bool(cursor.execute("PRAGMA foreign_keys").fetchone()[0])
+
+
+def dangling_keys() -> list:
+    with connection.cursor() as cursor:
+        return cursor.execute("PRAGMA foreign_key_check").fetchall()
+
+
+@sqlite_only
+def test_keys_made_here_turns_the_lookups_off_for_its_transaction_only(org):
+    assert foreign_keys_on()
+    with keys_made_here():
+        assert not foreign_keys_on()
+        with transaction.atomic():
+            assert not foreign_keys_on()
+    assert foreign_keys_on()
+    with pytest.raises(IntegrityError):  # the keys are checked again after it
+        with transaction.atomic():
+            Trace.objects.create(organization=org, dataset_id="ds_NOSUCHDATASET")
+
+
+@sqlite_only
+def test_keys_made_here_puts_the_lookups_back_after_a_failed_transaction():
+    with pytest.raises(RuntimeError, match="boom"), keys_made_here(), transaction.atomic():
+        raise RuntimeError("boom")
+    assert foreign_keys_on()
+
+
+@sqlite_only
+def test_inside_a_transaction_keys_made_here_changes_nothing():
+    with transaction.atomic(), keys_made_here():
+        assert foreign_keys_on()
+
+
+@sqlite_only
+def test_an_import_without_the_lookups_leaves_no_key_dangling(org):
+    """Every row an import writes (traces, blocks, notes, images and their links) points
+    at rows that are there, as the keys would have made sure."""
+    sample = (DEFAULT_DATA / "invariant-explorer" / "sample_data.jsonl").read_bytes()
+    image = {"role": "user", "content": [{"type": "image_url", "image_url": {"url": png_url(1)}}]}
+    pictured = orjson.dumps({"messages": [image, {"role": "assistant", "content": "a cat"}]})
+    files = [
+        as_file(CHAT, "a.jsonl"), as_file(sample, "sample.jsonl"),
+        as_file(pictured + b"\n", "image.jsonl"),
+    ]  # fmt: skip
+    result = trace_import(organization=org, dataset_name="d", files=files)
+    assert result.blocks > 4 and result.images >= 1 and foreign_keys_on()
+    assert Annotation.objects.filter(block__isnull=False).exists()
+    assert TraceImage.objects.exists()
+    assert dangling_keys() == []

@@ -94,26 +94,99 @@ def test_the_database_refuses_to_delete_a_parent_that_keeps_children(trace):
 
 @pytest.mark.postgres
 @pytest.mark.django_db
-def test_postgresql_keeps_the_parent_rule_in_the_composite_key_alone():
-    """Migration 0018: the single-column key is gone, the composite one and the index
-    that a delete of blocks finds children by stay."""
+def test_postgresql_keeps_the_parent_rule_in_deferred_triggers_alone():
+    """Migrations 0018 and 0023: no foreign key of traces_block points at traces_block
+    (nor the unique (trace_id, id) index the composite one needed); three deferred
+    constraint triggers hold the rule, and the index that finds children stays."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
-            "WHERE conrelid = 'traces_block'::regclass AND confrelid = 'traces_block'::regclass"
+            "SELECT conname FROM pg_constraint WHERE conrelid = 'traces_block'::regclass "
+            "AND (confrelid = 'traces_block'::regclass OR contype = 'u' AND conname = "
+            "'block_trace_id_id_unique')"
         )
-        keys = dict(cursor.fetchall())
+        keys = cursor.fetchall()
+        cursor.execute(
+            "SELECT tgname, tgdeferrable, tginitdeferred FROM pg_trigger "
+            "WHERE tgrelid = 'traces_block'::regclass AND tgname LIKE 'block_parent%%'"
+        )
+        triggers = sorted(cursor.fetchall())
         cursor.execute(
             "SELECT indexdef FROM pg_indexes WHERE tablename = 'traces_block' "
-            "AND indexdef LIKE '%(parent_block_id)'"
+            "AND indexdef LIKE '%%(parent_block_id)'"
         )
         indexes = [row[0] for row in cursor.fetchall()]
-    assert list(keys) == ["block_parent_same_trace"]
-    assert (
-        "(trace_id, parent_block_id) REFERENCES traces_block(trace_id, id)"
-        in (keys["block_parent_same_trace"])
-    )
+    assert keys == []
+    assert triggers == [
+        ("block_parent_same_trace_delete", True, True),
+        ("block_parent_same_trace_insert", True, True),
+        ("block_parent_same_trace_move", True, True),
+    ]
     assert len(indexes) == 1
+
+
+def checked(fn):
+    """`fn`, then the deferred rules checked at once, as the commit would."""
+
+    def run():
+        fn()
+        transaction.get_connection().check_constraints()
+
+    return run
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_database_refuses_to_move_a_child_to_another_trace(trace, org):
+    message = make(trace, "MESSAGE", "MESSAGE", {})
+    think = make(trace, "THINK", "ACT", {"text": "x"}, message)
+    other = Trace.objects.create(organization=org)
+    with pytest.raises(IntegrityError, match="block_parent_same_trace"), transaction.atomic():
+        checked(lambda: Block.objects.filter(pk=think.pk).update(trace=other))()
+    assert Block.objects.get(pk=think.pk).trace_id == trace.pk
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_database_refuses_to_give_a_child_a_parent_in_another_trace(trace, org):
+    message = make(trace, "MESSAGE", "MESSAGE", {})
+    think = make(trace, "THINK", "ACT", {"text": "x"}, message)
+    other = Trace.objects.create(organization=org)
+    elsewhere = make(other, "MESSAGE", "MESSAGE", {})
+    refused(checked(lambda: Block.objects.filter(pk=think.pk).update(parent=elsewhere)))
+    assert Block.objects.get(pk=think.pk).parent_id == message.pk
+
+
+@pytest.mark.postgres  # SQLite's triggers check a moved block's own parent only
+@pytest.mark.django_db(transaction=True)
+def test_the_database_refuses_to_move_a_parent_away_from_its_children(trace, org):
+    message = make(trace, "MESSAGE", "MESSAGE", {})
+    make(trace, "THINK", "ACT", {"text": "x"}, message)
+    other = Trace.objects.create(organization=org)
+    refused(checked(lambda: Block.objects.filter(pk=message.pk).update(trace=other)))
+    assert Block.objects.get(pk=message.pk).trace_id == trace.pk
+
+
+@pytest.mark.postgres  # SQLite's trigger checks each row as it is inserted
+@pytest.mark.django_db(transaction=True)
+def test_the_database_takes_a_child_written_before_its_parent_in_one_transaction(trace):
+    """The rule is checked at the commit (deferred), as the key was."""
+    now = timezone.now()
+    message = Block(
+        trace=trace, block_type="MESSAGE", sub_type="MESSAGE", payload={},
+        created_at=now, updated_at=now,
+    )  # fmt: skip
+    with transaction.atomic():
+        make(trace, "THINK", "ACT", {"text": "x"}, message)  # its parent not there yet
+        message.save(force_insert=True)
+    assert trace.blocks.count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_database_lets_a_parent_go_with_its_children(trace):
+    message = make(trace, "MESSAGE", "MESSAGE", {})
+    think = make(trace, "THINK", "ACT", {"text": "x"}, message)
+    with transaction.atomic():  # the parent first: the children are gone by the commit
+        Block.objects.filter(pk=message.pk)._raw_delete(Block.objects.db)
+        Block.objects.filter(pk=think.pk)._raw_delete(Block.objects.db)
+    assert not trace.blocks.exists()
 
 
 def test_json_text_fields_keep_key_order_and_nul(trace):

@@ -225,8 +225,8 @@ class Block(models.Model):
     )
     block_type = models.CharField(max_length=8, choices=BlockType.choices)
     sub_type = models.CharField(max_length=12, choices=SubType.choices)
-    # On PostgreSQL only the composite key block_parent_same_trace (migrations 0002 and
-    # 0018) holds this column: the single-column key is dropped there.
+    # On PostgreSQL only the deferred triggers block_parent_same_trace_* (migrations
+    # 0002, 0018 and 0023) hold this column: the single-column key is dropped there.
     parent = models.ForeignKey(
         "self",
         on_delete=models.CASCADE,

@@ -34,6 +34,7 @@ from traces.bulk import (
     TRACE_COUNT_COLUMNS,
     adapt_datetime,
     insert_rows,
+    keys_made_here,
     new_uuid,
     parents_made_in_trace,
 )
@@ -1163,12 +1164,9 @@ ANALYZE_AFTER_BLOCKS = 10_000
 # ... and after this many new traces, those search reads after the commit (as autovacuum).
 SEARCH_ANALYZE_AFTER_TRACES = 50
 
-# The lookups of the deferred foreign keys' checks of new blocks (PostgreSQL's own, one
-# a row at commit): of their trace, and of their parent in the same trace.
-_KEY_CHECKS = (
-    "SELECT 1 FROM ONLY {trace} x WHERE id = %s FOR KEY SHARE OF x",
-    "SELECT 1 FROM ONLY {block} x WHERE trace_id = %s AND id = %s FOR KEY SHARE OF x",
-)
+# The lookup of the deferred foreign key's check of new blocks (PostgreSQL's own, one a
+# row at commit): of their trace. Their parents' check is lifted (`parents_made_in_trace`).
+_KEY_CHECKS = ("SELECT 1 FROM ONLY {trace} x WHERE id = %s FOR KEY SHARE OF x",)
 
 
 def _refresh_statistics(blocks: int) -> None:
@@ -1300,7 +1298,7 @@ def trace_import(
             ))  # fmt: skip
         if problems.count:
             raise ImportFailed(problems.final())
-        with transaction.atomic():
+        with keys_made_here(), transaction.atomic():
             if dataset is not None:
                 dataset = dataset_lock(dataset=dataset)
             else:
