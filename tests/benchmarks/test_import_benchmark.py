@@ -21,7 +21,7 @@ def test_import_benchmark_runs_at_a_tiny_size() -> None:
     out = StringIO()
     call_command(
         "benchmark", "import", "--size-mb", "1", "--data", str(RUNS), "--long-trace-mb", "0.01",
-        stdout=out, stderr=StringIO(),
+        "--rounds", "2", stdout=out, stderr=StringIO(),
     )  # fmt: skip
     text = out.getvalue()
     rows = {
@@ -33,6 +33,9 @@ def test_import_benchmark_runs_at_a_tiny_size() -> None:
     assert re.search(r"database (sqlite|postgresql)$", text, re.M), text
     assert re.search(r"^floor: orjson parse of every line \+ .* no index, constraint", text, re.M)
     assert re.search(r"^ratio import/floor: \d+\.\d\d \(target <= 2\.0\) (PASS|FAIL)$", text, re.M)
+    every = re.search(r"^every round \(import / floor seconds = ratio\): (.*)$", text, re.M)
+    assert every and len(every[1].split(", ")) == 2, text
+    assert re.search(r"^rounds: 2, floor then import, each phase after ", text, re.M), text
     assert re.search(r"^search finds imported text when the import returns: yes \('", text, re.M)
     phases = re.findall(r"^(?:import|floor)\s.* MB\s+(\d+\.\d\d)\s+(\d+\.\d\d)$", text, re.M)
     assert len(phases) == 2 and all(float(cpu) > 0 for cpu, _ in phases), text
