@@ -1,4 +1,4 @@
-"""traces/bulk.py: `parents_made_in_trace` lifts the parent check (SQLite's trigger,
+"""traces/bulk.py: `blocks_made_here` lifts the parent check (SQLite's trigger,
 PostgreSQL's deferred one) only for the rows of a trusted bulk write, and it is back
 however that write ends."""
 
@@ -10,8 +10,9 @@ from django.utils import timezone
 from benchmarks.realruns import DEFAULT_DATA
 from tests.conftest import as_file
 from tests.services.test_deletion import png_url
-from traces.bulk import keys_made_here, parents_made_in_trace
+from traces.bulk import blocks_made_here, keys_made_here
 from traces.models import Annotation, Block, Dataset, Trace, TraceImage
+from traces.search_queue import search_queued_here
 from traces.services.imports import trace_import
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -68,7 +69,7 @@ def test_an_import_puts_the_parent_trigger_back_and_it_still_refuses(org):
 def test_a_rolled_back_write_leaves_the_trigger_in_place(org):
     before = trigger_names()
     with pytest.raises(RuntimeError, match="boom"), transaction.atomic():
-        with parents_made_in_trace():
+        with blocks_made_here():
             assert "block_parent_same_trace_insert" not in trigger_names()
             raise RuntimeError("boom")
     assert trigger_names() == before
@@ -77,7 +78,7 @@ def test_a_rolled_back_write_leaves_the_trigger_in_place(org):
 @sqlite_only
 def test_the_trigger_is_back_before_the_transaction_ends(org):
     with transaction.atomic():
-        with parents_made_in_trace():
+        with blocks_made_here():
             pass
         assert "block_parent_same_trace_insert" in trigger_names()
         with pytest.raises(IntegrityError), transaction.atomic():
@@ -87,7 +88,7 @@ def test_the_trigger_is_back_before_the_transaction_ends(org):
 @sqlite_only
 def test_outside_a_transaction_it_refuses_to_lift_the_trigger():
     with pytest.raises(RuntimeError, match="needs a transaction"):
-        with parents_made_in_trace():
+        with blocks_made_here():
             pass
     assert "block_parent_same_trace_insert" in trigger_names()
 
@@ -128,7 +129,7 @@ def test_on_postgresql_only_the_rows_inside_are_not_checked(org):
     """Inside, a row is taken as the caller made it (even a wrong one: the caller's
     promise); the same transaction's rows after it are checked at its commit."""
     with transaction.atomic():
-        with parents_made_in_trace():
+        with blocks_made_here():
             trusted = parent_in_other_trace(org)
             trusted.save()
         transaction.get_connection().check_constraints()  # nothing queued for it
@@ -147,7 +148,7 @@ def test_on_postgresql_only_the_rows_inside_are_not_checked(org):
 def test_on_postgresql_a_rolled_back_write_leaves_the_check_on(org):
     with transaction.atomic():
         with pytest.raises(RuntimeError, match="boom"), transaction.atomic():
-            with parents_made_in_trace():
+            with blocks_made_here():
                 raise RuntimeError("boom")
         with pytest.raises(IntegrityError, match="parent must be in the same trace"):
             with transaction.atomic():
@@ -158,7 +159,7 @@ def test_on_postgresql_a_rolled_back_write_leaves_the_check_on(org):
 @postgres_only
 def test_on_postgresql_outside_a_transaction_it_refuses_to_lift_the_check():
     with pytest.raises(RuntimeError, match="needs a transaction"):
-        with parents_made_in_trace():
+        with blocks_made_here():
             pass
 
 
@@ -214,3 +215,23 @@ def test_an_import_without_the_lookups_leaves_no_key_dangling(org):
     assert Annotation.objects.filter(block__isnull=False).exists()
     assert TraceImage.objects.exists()
     assert dangling_keys() == []
+
+
+@postgres_only
+def test_on_postgresql_the_trace_check_is_lifted_inside_and_back_after(org):
+    now = timezone.now()
+
+    def orphan() -> Block:
+        return Block.objects.create(
+            trace_id="tr_NOSUCHTRACE", block_type="MESSAGE", sub_type="MESSAGE",
+            payload={}, created_at=now, updated_at=now,
+        )  # fmt: skip
+
+    # Its trace is not queued for search (whose queue has a key of its own).
+    with pytest.raises(IntegrityError, match="block_trace_exists"), transaction.atomic():
+        with search_queued_here():
+            with blocks_made_here():
+                orphan()
+            transaction.get_connection().check_constraints()  # nothing queued for it
+            orphan()
+    assert not Block.objects.exists()

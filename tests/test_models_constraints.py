@@ -4,7 +4,7 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from traces.models import Block, Dataset, Trace
+from traces.models import Block, Dataset, SearchPending, Trace
 
 
 @pytest.fixture
@@ -94,20 +94,21 @@ def test_the_database_refuses_to_delete_a_parent_that_keeps_children(trace):
 
 @pytest.mark.postgres
 @pytest.mark.django_db
-def test_postgresql_keeps_the_parent_rule_in_deferred_triggers_alone():
-    """Migrations 0018 and 0023: no foreign key of traces_block points at traces_block
-    (nor the unique (trace_id, id) index the composite one needed); three deferred
-    constraint triggers hold the rule, and the index that finds children stays."""
+def test_postgresql_keeps_the_block_keys_in_deferred_triggers_alone():
+    """Migrations 0018 and 0023: no foreign key of traces_block points at traces_block or
+    traces_trace (nor is there the unique (trace_id, id) index the composite one needed);
+    six deferred constraint triggers hold the rules, and the index that finds children
+    stays."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT conname FROM pg_constraint WHERE conrelid = 'traces_block'::regclass "
-            "AND (confrelid = 'traces_block'::regclass OR contype = 'u' AND conname = "
-            "'block_trace_id_id_unique')"
+            "AND (contype = 'f' AND confrelid IN ('traces_block'::regclass, "
+            "'traces_trace'::regclass) OR conname = 'block_trace_id_id_unique')"
         )
         keys = cursor.fetchall()
         cursor.execute(
-            "SELECT tgname, tgdeferrable, tginitdeferred FROM pg_trigger "
-            "WHERE tgrelid = 'traces_block'::regclass AND tgname LIKE 'block_parent%%'"
+            "SELECT tgrelid::regclass::text, tgname, tgdeferrable, tginitdeferred "
+            "FROM pg_trigger WHERE tgname LIKE 'block_parent%%' OR tgname LIKE 'block_trace%%'"
         )
         triggers = sorted(cursor.fetchall())
         cursor.execute(
@@ -117,9 +118,12 @@ def test_postgresql_keeps_the_parent_rule_in_deferred_triggers_alone():
         indexes = [row[0] for row in cursor.fetchall()]
     assert keys == []
     assert triggers == [
-        ("block_parent_same_trace_delete", True, True),
-        ("block_parent_same_trace_insert", True, True),
-        ("block_parent_same_trace_move", True, True),
+        ("traces_block", "block_parent_same_trace_delete", True, True),
+        ("traces_block", "block_parent_same_trace_insert", True, True),
+        ("traces_block", "block_parent_same_trace_move", True, True),
+        ("traces_block", "block_trace_exists_insert", True, True),
+        ("traces_trace", "block_trace_exists_delete", True, True),
+        ("traces_trace", "block_trace_exists_move", True, True),
     ]
     assert len(indexes) == 1
 
@@ -194,3 +198,42 @@ def test_json_text_fields_keep_key_order_and_nul(trace):
     block = make(trace, "MESSAGE", "MESSAGE", payload)
     assert list(Block.objects.get(pk=block.pk).payload) == ["z", "a"]
     assert Block.objects.get(pk=block.pk).payload == payload
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_database_refuses_a_block_of_no_trace(trace):
+    with pytest.raises(IntegrityError), transaction.atomic():
+        now = timezone.now()
+        Block.objects.create(
+            trace_id="tr_NOSUCHTRACE", block_type="MESSAGE", sub_type="MESSAGE", payload={},
+            created_at=now, updated_at=now,
+        )  # fmt: skip
+        transaction.get_connection().check_constraints()
+    assert not Block.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_database_refuses_to_delete_a_trace_that_keeps_blocks(trace):
+    make(trace, "MESSAGE", "MESSAGE", {})
+    SearchPending.objects.filter(trace=trace).delete()  # its key would refuse first
+    refused(checked(lambda: Trace.objects.filter(pk=trace.pk)._raw_delete(Trace.objects.db)))
+    assert Trace.objects.filter(pk=trace.pk).exists()
+
+
+@pytest.mark.postgres  # SQLite's key of a block's trace is not on its id's updates
+@pytest.mark.django_db(transaction=True)
+def test_the_database_refuses_to_give_a_trace_with_blocks_another_id(trace):
+    make(trace, "MESSAGE", "MESSAGE", {})
+    SearchPending.objects.filter(trace=trace).delete()  # its key would refuse first
+    with pytest.raises(IntegrityError, match="block_trace_exists"), transaction.atomic():
+        checked(lambda: Trace.objects.filter(pk=trace.pk).update(id="tr_ELSEWHERE"))()
+    assert Trace.objects.filter(pk=trace.pk).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_database_lets_a_trace_go_with_its_blocks(trace):
+    make(trace, "MESSAGE", "MESSAGE", {})
+    with transaction.atomic():  # the trace first: its blocks are gone by the commit
+        Trace.objects.filter(pk=trace.pk)._raw_delete(Trace.objects.db)
+        Block.objects.filter(trace_id=trace.pk)._raw_delete(Block.objects.db)
+    assert not Trace.objects.filter(pk=trace.pk).exists()

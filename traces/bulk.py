@@ -57,33 +57,35 @@ def new_uuid():
     return value if connection.features.has_native_uuid_field else value.hex
 
 
-# The transaction's setting PostgreSQL's parent trigger's WHEN reads (migration 0023).
-PARENTS_MADE_HERE = "traces.parents_made_here"
+# The transaction's setting the WHEN of PostgreSQL's key triggers reads (migration 0023).
+BLOCKS_MADE_HERE = "traces.blocks_made_here"
 
 
 @contextmanager
-def parents_made_in_trace() -> Iterator[None]:
-    """For blocks whose every parent id the caller made from a block of the same trace
-    (an import: traces/services/imports.py): the per-row check that the parent is in the
-    trace is lifted for their insert and is back before the transaction ends (a rollback
-    puts it back too). Must run inside a transaction (atomic).
+def blocks_made_here() -> Iterator[None]:
+    """For blocks whose every trace and parent id the caller made itself, from the traces
+    it writes and from blocks of the same trace (an import: traces/services/imports.py):
+    the per-row checks of those keys are lifted for their insert and are back before the
+    transaction ends (a rollback puts them back too). Must run inside a transaction
+    (atomic).
 
-    - SQLite: the trigger (migration 0002) is dropped and made again. Fired once a row,
-      it cost more than every index of the table together (an import of 157,000 blocks:
-      3.6 s of CPU of 6 s for the insert). SQLite runs one write transaction at a time
-      and DDL is part of it: no other write can come in while the trigger is away. The
-      parent's foreign key still checks that it exists.
-    - PostgreSQL: the transaction's setting that the deferred trigger's WHEN reads
-      (migration 0023) makes it skip these rows: none of their checks is queued for the
-      commit (0.9 s of a 100 MB import's). Other transactions' rows are checked as ever.
+    - SQLite: the trigger that checks the parent's trace (migration 0002) is dropped and
+      made again. Fired once a row, it cost more than every index of the table together
+      (an import of 157,000 blocks: 3.6 s of CPU of 6 s for the insert). SQLite runs one
+      write transaction at a time and DDL is part of it: no other write can come in while
+      the trigger is away. Its foreign keys' lookups: see `keys_made_here`.
+    - PostgreSQL: the transaction's setting that the deferred triggers' WHEN reads
+      (migration 0023) makes them skip these rows: none of their checks is queued for
+      the commit (1.9 s of a 100 MB import's). Other transactions' rows are checked as
+      ever, and so are this one's after it.
     """
     if not connection.in_atomic_block:
-        raise RuntimeError("parents_made_in_trace needs a transaction")
+        raise RuntimeError("blocks_made_here needs a transaction")
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            cursor.execute("SELECT set_config(%s, 'on', true)", [PARENTS_MADE_HERE])
+            cursor.execute("SELECT set_config(%s, 'on', true)", [BLOCKS_MADE_HERE])
             yield
-            cursor.execute("SELECT set_config(%s, 'off', true)", [PARENTS_MADE_HERE])
+            cursor.execute("SELECT set_config(%s, 'off', true)", [BLOCKS_MADE_HERE])
             return
         cursor.execute(f"DROP TRIGGER IF EXISTS {SQLITE_INSERT_TRIGGER}")
         try:

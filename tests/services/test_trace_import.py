@@ -279,49 +279,45 @@ def test_a_block_array_may_hold_several_results_without_seq(org):
     assert [r.result_seq for r in results] == [None, 0, None]
 
 
+def block_statistics() -> float:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reltuples FROM pg_class WHERE relname = 'traces_block'")
+        return cursor.fetchone()[0]
+
+
 @pytest.mark.postgres  # statistics are PostgreSQL's concern: SQLite plans without them
-def test_a_large_import_refreshes_statistics_that_would_make_its_key_checks_scan(org, monkeypatch):
+def test_an_import_that_grows_the_blocks_by_a_tenth_analyzes_them(org, monkeypatch):
     from django.db import connection
 
     from traces.services import imports
 
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE traces_block")  # statistics that say it is empty
+    assert block_statistics() == 0
     monkeypatch.setattr(imports, "ANALYZE_AFTER_BLOCKS", 1)
-    # Statistics that say the tables are empty: the planner reads them whole.
-    with connection.cursor() as cursor:
-        cursor.execute("SET enable_indexscan = off")
-        cursor.execute("SET enable_bitmapscan = off")
-    try:
-        path = FIXTURES / "spec000_full_trace.json"
-        run(org, (path.name, path.open("rb")))
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute("RESET enable_indexscan")
-            cursor.execute("RESET enable_bitmapscan")
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT reltuples FROM pg_class WHERE relname = 'traces_block'")
-        assert cursor.fetchone()[0] >= 5  # ANALYZE counted this transaction's own rows
+    path = FIXTURES / "spec000_full_trace.json"
+    written = run(org, (path.name, path.open("rb"))).blocks
+    assert block_statistics() == written  # ANALYZE counted this transaction's own rows
 
 
 @pytest.mark.postgres
-def test_key_checks_that_use_indexes_need_no_fresh_statistics(org):
+def test_an_import_small_against_what_the_statistics_know_leaves_them(org, monkeypatch):
     from django.db import connection
 
-    from traces.services.imports import _key_checks_would_scan
+    from traces.services import imports
 
-    # A table of a few pages: the planner, which counts them, looks keys up by index.
-    line = {"messages": [{"role": "user", "content": "x" * 400}] * 6}
-    lines = "".join(json.dumps({**line, "metadata": {"n": n}}) + "\n" for n in range(500))
+    line = {"messages": [{"role": "user", "content": "x" * 40}] * 6}
+    lines = "".join(json.dumps({**line, "metadata": {"n": n}}) + "\n" for n in range(100))
     run(org, as_file(lines, "many.jsonl"))
-    assert not _key_checks_would_scan()  # ANALYZE is left out
     with connection.cursor() as cursor:
-        cursor.execute("SET enable_indexscan = off")
-        cursor.execute("SET enable_bitmapscan = off")
-    try:
-        assert _key_checks_would_scan()
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute("RESET enable_indexscan")
-            cursor.execute("RESET enable_bitmapscan")
+        cursor.execute("ANALYZE traces_block")
+    known = block_statistics()
+    assert known == 600
+    monkeypatch.setattr(imports, "ANALYZE_AFTER_BLOCKS", 1)
+    run(org, as_file(json.dumps({**line, "metadata": {"n": "one more"}}) + "\n", "one.jsonl"))
+    assert block_statistics() == known  # 6 blocks: less than a tenth, not analyzed
 
 
 @pytest.mark.postgres

@@ -33,10 +33,10 @@ from traces.bulk import (
     TRACE_COLUMNS,
     TRACE_COUNT_COLUMNS,
     adapt_datetime,
+    blocks_made_here,
     insert_rows,
     keys_made_here,
     new_uuid,
-    parents_made_in_trace,
 )
 from traces.checks import Limits, check_json_depth, check_no_nul
 from traces.errors import ImportFailed, ValidationFailed
@@ -494,9 +494,9 @@ class _Spool:
             "uuid",
         )  # fmt: skip
         _insert_in_chunks(Trace._meta.db_table, columns, rows)
-        # Every parent id was made from a block of the same trace (events.py's
-        # `parents`, a block array's `block_ids`), so the per-row check is not needed.
-        with parents_made_in_trace(), search_queued_here():
+        # Every trace id was made here, every parent id from a block of the same trace
+        # (events.py's `parents`, a block array's `block_ids`): no per-row check needed.
+        with blocks_made_here(), search_queued_here():
             self.blocks.insert()
             for part in self.parts:
                 part.blocks.insert()
@@ -1164,27 +1164,27 @@ ANALYZE_AFTER_BLOCKS = 10_000
 # ... and after this many new traces, those search reads after the commit (as autovacuum).
 SEARCH_ANALYZE_AFTER_TRACES = 50
 
-# The lookup of the deferred foreign key's check of new blocks (PostgreSQL's own, one a
-# row at commit): of their trace. Their parents' check is lifted (`parents_made_in_trace`).
-_KEY_CHECKS = ("SELECT 1 FROM ONLY {trace} x WHERE id = %s FOR KEY SHARE OF x",)
-
 
 def _refresh_statistics(blocks: int) -> None:
-    """The deferred foreign keys are checked at commit, one query per row, planned from
-    the table's statistics: should those make the planner read a whole table for a check
-    (statistics that still say a table is empty), a large import's commit would take
-    minutes instead of seconds. Then ANALYZE, which sees this transaction's rows; not
-    otherwise: it samples 30,000 rows of a table of large payloads (0.8 s of a 100 MB
+    """Statistics that say the blocks table is far smaller than it now is make the
+    planner read it whole where it would look a row up: in the checks of the keys still
+    checked at the commit (its notes' blocks), and after it, in every statement until
+    autovacuum's ANALYZE comes (up to a minute later): a delete of 100 blocks took 4 s,
+    a seq scan each, after an import of 157,502 into an empty table. So once an import
+    grows the blocks by a tenth (autovacuum's own threshold), their key columns and the
+    traces' ids are analyzed, in the transaction, which sees its own rows; only those
+    columns, because the payloads are what makes a full ANALYZE slow (0.8 s of a 100 MB
     import)."""
     if connection.vendor != "postgresql" or blocks < ANALYZE_AFTER_BLOCKS:
         return
-    if not _key_checks_would_scan():
-        return
+    table = Block._meta.db_table
     with connection.cursor() as cursor:
-        # Only the key columns: the payloads are what makes a full ANALYZE slow.
+        cursor.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [table])
+        (known,) = cursor.fetchone()
+        if blocks < max(known, 0) / 10:
+            return
         cursor.execute(
-            f"ANALYZE {Block._meta.db_table} (id, trace_id, parent_block_id), "
-            f"{Trace._meta.db_table} (id)"
+            f"ANALYZE {table} (id, trace_id, parent_block_id), {Trace._meta.db_table} (id)"
         )
 
 
@@ -1212,19 +1212,6 @@ def _refresh_search_statistics(traces: int) -> None:
             f"ANALYZE (SKIP_LOCKED) {SearchPending._meta.db_table}, "
             f"{table} (id, organization_id, dataset_id)"
         )
-
-
-def _key_checks_would_scan() -> bool:
-    """Whether the planner would read a table whole (a sequential scan) for one of the
-    foreign key checks of the blocks written."""
-    tables = {"trace": Trace._meta.db_table, "block": Block._meta.db_table}
-    with connection.cursor() as cursor:
-        for check in _KEY_CHECKS:
-            sql = check.format(**tables)
-            cursor.execute(f"EXPLAIN {sql}", ["tr_"] * sql.count("%s"))
-            if any("Seq Scan" in line for (line,) in cursor.fetchall()):
-                return True
-    return False
 
 
 def trace_import(
