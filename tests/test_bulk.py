@@ -235,3 +235,29 @@ def test_on_postgresql_the_trace_check_is_lifted_inside_and_back_after(org):
             transaction.get_connection().check_constraints()  # nothing queued for it
             orphan()
     assert not Block.objects.exists()
+
+
+@postgres_only
+def test_on_postgresql_a_value_set_for_the_session_lifts_nothing(org):
+    """Only the transaction whose id the setting holds is trusted: not a session's SET
+    (nor a role's or database's default, a pooler's leftover)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SET traces.blocks_made_here = 'on'")
+    try:
+        with pytest.raises(IntegrityError, match="parent must be in the same trace"):
+            with transaction.atomic():
+                parent_in_other_trace(org).save()
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("RESET traces.blocks_made_here")
+
+
+@postgres_only
+def test_on_postgresql_the_lift_ends_with_its_block_even_when_it_raises(org):
+    with transaction.atomic():
+        with pytest.raises(RuntimeError, match="boom"), blocks_made_here():
+            raise RuntimeError("boom")  # caught in the same transaction, no savepoint
+        with pytest.raises(IntegrityError, match="parent must be in the same trace"):
+            with transaction.atomic():
+                parent_in_other_trace(org).save()
+                transaction.get_connection().check_constraints()

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from django.db import connection
+from django.db import DatabaseError, connection
 
 from traces.migrations._parent_same_trace import SQLITE_INSERT_TRIGGER, SQLITE_INSERT_UP
 
@@ -75,23 +75,39 @@ def blocks_made_here() -> Iterator[None]:
       write transaction at a time and DDL is part of it: no other write can come in while
       the trigger is away. Its foreign keys' lookups: see `keys_made_here`.
     - PostgreSQL: the transaction's setting that the deferred triggers' WHEN reads
-      (migration 0023) makes them skip these rows: none of their checks is queued for
-      the commit (1.9 s of a 100 MB import's). Other transactions' rows are checked as
-      ever, and so are this one's after it.
+      (migration 0023), the transaction's own id, makes them skip these rows: none of
+      their checks is queued for the commit (1.9 s of a 100 MB import's). Other
+      transactions' rows are checked as ever, and so are this one's after it.
     """
     if not connection.in_atomic_block:
         raise RuntimeError("blocks_made_here needs a transaction")
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            cursor.execute("SELECT set_config(%s, 'on', true)", [BLOCKS_MADE_HERE])
-            yield
-            cursor.execute("SELECT set_config(%s, 'off', true)", [BLOCKS_MADE_HERE])
+            # The transaction's own id: the triggers compare it with theirs (a value set
+            # for a whole session or role lifts nothing).
+            cursor.execute(
+                "SELECT set_config(%s, pg_current_xact_id()::text, true)", [BLOCKS_MADE_HERE]
+            )
+            try:
+                yield
+            finally:
+                _unset(cursor, BLOCKS_MADE_HERE)
             return
         cursor.execute(f"DROP TRIGGER IF EXISTS {SQLITE_INSERT_TRIGGER}")
         try:
             yield
         finally:  # also for a caller that catches the error in a savepoint
             cursor.execute(SQLITE_INSERT_UP)
+
+
+def _unset(cursor, setting: str) -> None:
+    """Clear a transaction's setting. After a database error the transaction is aborted
+    and refuses every statement (the error raised is the first one's); its rollback, or
+    the savepoint's, clears the setting then."""
+    try:
+        cursor.execute("SELECT set_config(%s, '', true)", [setting])
+    except DatabaseError:
+        pass
 
 
 @contextmanager

@@ -386,3 +386,23 @@ def test_a_search_among_traces_a_filter_excludes_all_of_is_empty(org):
     assert not traces_matching(traces=Trace.objects.none(), text="flight").exists()
     nothing = TraceFilter(text="flight", label="\x00")  # a label no name holds
     assert not traces_filtered(traces=Trace.objects.all(), filters=nothing).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_import_into_an_organization_deleted_meanwhile_writes_nothing():
+    """The organization was read before the file (minutes, for a large upload) and is
+    gone when the import writes: NotFound, and no dataset or trace under no organization
+    (SQLite does not check an import's keys)."""
+    from django.db import connection
+
+    from traces.errors import NotFound
+    from traces.models import Organization
+
+    gone = Organization.objects.create(slug="gone", name="gone")
+    with connection.cursor() as cursor:  # as a delete in another request would
+        cursor.execute("DELETE FROM traces_organization WHERE id = %s", [gone.pk])
+    line = json.dumps({"messages": [{"role": "user", "content": "hi"}]}) + "\n"
+    with pytest.raises(NotFound, match="no organization 'gone'"):
+        trace_import(organization=gone, dataset_name="d", files=[as_file(line, "a.jsonl")])
+    assert not Dataset.objects.exists()
+    assert not Trace.objects.exists()

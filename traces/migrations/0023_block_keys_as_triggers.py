@@ -18,7 +18,8 @@ same rules, deferred to the commit as the keys were:
   index block_number, which starts with trace_id);
 
 and a trusted bulk write lifts the insert checks for its own rows, as it lifts SQLite's
-trigger (traces/bulk.py `blocks_made_here`, the setting below). Errors are
+trigger (traces/bulk.py `blocks_made_here`: the setting below, set to the id of its
+transaction). Errors are
 foreign_key_violation (23503) naming the rule, as the keys' were.
 
 Django's state still describes the key of `Block.trace` (the same model on both
@@ -31,7 +32,11 @@ from django.db import migrations
 
 # As traces/bulk.py sets it (a migration keeps its own copy).
 BLOCKS_MADE_HERE = "traces.blocks_made_here"
-_NOT_LIFTED = f"current_setting('{BLOCKS_MADE_HERE}', true) IS DISTINCT FROM 'on'"
+# Lifted only by the transaction whose id the setting holds: a value set for a session, a
+# role or a database (SET, ALTER ROLE ... SET, a pooler's leftover) lifts nothing.
+_NOT_LIFTED = (
+    f"current_setting('{BLOCKS_MADE_HERE}', true) IS DISTINCT FROM pg_current_xact_id()::text"
+)
 
 _FIND_TRACE_KEY = """
     SELECT conname FROM pg_constraint WHERE contype = 'f'

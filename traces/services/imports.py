@@ -78,6 +78,7 @@ from traces.services.datasets import (
     metadata_kept,
     same_json,
 )
+from traces.services.organizations import organization_hold
 from traces.spool import KeySpool, RecordSpool, RowSpool
 from traces.trials import trace_task_trial
 from traces.validation import check_accuracy, check_rewards
@@ -1286,6 +1287,7 @@ def trace_import(
         if problems.count:
             raise ImportFailed(problems.final())
         with keys_made_here(), transaction.atomic():
+            organization_hold(organization=organization)
             if dataset is not None:
                 dataset = dataset_lock(dataset=dataset)
             else:
