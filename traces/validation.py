@@ -85,9 +85,11 @@ def validate_block(
     """Validate one block; raise a TraceStoreError naming the field and rule.
 
     The lane and the parent follow the kind's row (traces/kinds.py), and its `check` says
-    what the payload must hold. `strict` is the blocks API (spec/004 exactly); imports of
-    chat-format files pass strict=False, which keeps other roles and unparsed tool
-    arguments (DESIGN.md, "Decision, roles" and "what a model produced is never refused").
+    what the payload must hold. `strict` is the blocks API (spec/004 exactly); file
+    imports (chat logs and block arrays alike) pass strict=False, which keeps other roles,
+    empty turns and unparsed tool arguments (DESIGN.md, "Decision, roles", "what a model
+    produced is never refused" and "imports keep real logs whole"): what this product
+    stores from a log imports back from its own export.
     `depth_checked`: the caller knows that the payload nests within jsontext.MAX_DEPTH.
     """
     sub_type, block_type = block_type_for(sub_type, block_type)

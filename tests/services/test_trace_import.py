@@ -406,3 +406,24 @@ def test_an_import_into_an_organization_deleted_meanwhile_writes_nothing():
         trace_import(organization=gone, dataset_name="d", files=[as_file(line, "a.jsonl")])
     assert not Dataset.objects.exists()
     assert not Trace.objects.exists()
+
+
+@pytest.mark.parametrize("fmt", ["blocks", "chat"])
+def test_real_tau2_runs_exported_import_back_whole(org, fmt):
+    """A researcher's round trip (review of 28 Nov): the blocks export of tau2 telecom
+    runs, whose user turns call tools with no text, was refused (551 problems)."""
+    from benchmarks.realruns import DEFAULT_DATA
+    from traces.selectors.exports import dataset_export_lines
+
+    folder = DEFAULT_DATA / "tau2-bench"
+    paths = sorted(folder.glob("*.json"))
+    if not paths:
+        pytest.skip(f"real benchmark data not available at {folder}")
+    first = run(org, *[(p.name, p.open("rb")) for p in paths], dataset="runs")
+    exported = b"".join(dataset_export_lines(dataset=first.dataset, fmt=fmt))
+    again = run(org, as_file(exported, "export.jsonl"), dataset="again")
+    assert (again.traces, again.blocks) == (first.traces, first.blocks)
+    kinds = Block.objects.filter(trace__dataset=again.dataset).values_list("sub_type", flat=True)
+    assert sorted(kinds) == sorted(
+        Block.objects.filter(trace__dataset=first.dataset).values_list("sub_type", flat=True)
+    )

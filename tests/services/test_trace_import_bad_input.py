@@ -182,10 +182,21 @@ def test_it_refuses_a_tool_result_over_its_limit(org):
     )
 
 
-def test_it_refuses_a_role_the_blocks_format_does_not_allow(org):
-    blocks = [{"sub_type": "MESSAGE", "payload": {"role": "robot", "content": "beep"}}]
-    found = only(problems_for(org, json.dumps(blocks)))
-    assert (found["field"], found["rule"]) == ("payload.role", "enum")
+def test_a_blocks_file_keeps_a_role_and_an_empty_turn_as_given(org):
+    """A block array in a file is a record too (DESIGN.md "imports keep real logs
+    whole"): what this product stores from a chat log (a Who&When `human` turn, a tau2
+    user's turn that only calls tools) imports back from its blocks export; only the
+    blocks API refuses them."""
+    blocks = [
+        {"sub_type": "MESSAGE", "payload": {"role": "robot", "content": "beep"}},
+        {"sub_type": "MESSAGE", "payload": {"role": "user", "content": ""}},
+        {"sub_type": "TOOL_CALL", "payload": {"call_id": "c", "name": "f", "arguments": {}}},
+    ]
+    result = trace_import(organization=org, dataset_name="d", files=[as_file(json.dumps(blocks))])
+    assert result.blocks == 3
+    payloads = [b.payload for b in Block.objects.order_by("number")]
+    assert payloads[0] == {"role": "robot", "content": "beep"}
+    assert payloads[1] == {"role": "user", "content": ""}
 
 
 def test_it_refuses_an_event_without_a_role(org):

@@ -91,7 +91,7 @@ def blocks_to_drafts(
                 payload=payload,
                 parent=parent_info,
                 limits=limits,
-                strict=True,
+                strict=False,  # a file is a record: as the chat logs it may come from
             )
             if valid.sub_type == "TOOL_CALL" and ("TOOL_CALL", valid.call_id) in keyed:
                 raise DuplicateCallId(

@@ -13,6 +13,7 @@ from traces.checks import NUL, Context, Limits, ParentInfo, ValidBlock, check_js
 from traces.errors import (
     DuplicateCallId,
     DuplicateResultSeq,
+    NotFound,
     TraceStoreError,
     ValidationFailed,
 )
@@ -83,7 +84,10 @@ class _Appending:
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
         row = Trace.objects.select_for_update().filter(pk=trace.pk)
-        self.block_count, counts = row.values_list("block_count", "block_counts").get()
+        found = row.values_list("block_count", "block_counts").first()
+        if found is None:  # deleted since the request found it
+            raise NotFound(f"no trace {trace.pk!r}", {"trace_id": trace.pk})
+        self.block_count, counts = found
         self.counts = counts if isinstance(counts, dict) else {}
         self.order = TraceOrder(turns=self.counts.get("MESSAGE", 0), acts_of_turn=self._acts)
         self.places: dict[str, Place] = {}

@@ -59,7 +59,12 @@ def _delete_traces(traces: QuerySet[Trace]) -> int:
 
 
 def trace_delete(*, trace: Trace) -> None:
+    """The trace and everything in it. Its row is locked first, as an append of blocks
+    locks it (traces.services.blocks): a running append ends before the deletion reads
+    the blocks to delete (else its blocks, committed in between, were left without their
+    trace and the delete failed at its commit), and one that starts later finds no trace."""
     with transaction.atomic():
+        Trace.objects.select_for_update().filter(pk=trace.pk).first()
         _delete_traces(Trace.objects.filter(pk=trace.pk))
 
 

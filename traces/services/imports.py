@@ -314,6 +314,7 @@ class _Spool:
         )  # fmt: skip
         if trace.failure_step is not None and mark_failure(trace.metadata, b, block_id):
             trace.failure_step = None
+            trace.failure_block = block_id
             metadata = orjson.dumps(b.metadata)
         if b.is_error:
             self.error_blocks.append(block_id)
@@ -355,9 +356,12 @@ class _Spool:
         name = self._unique(trace.name[:490]) if draft.unique_name and trace.name else trace.name
         metadata = draft.metadata
         failure = failure_of(metadata)
-        if failure is not None:
-            block = failure.get("block") if isinstance(failure.get("block"), str) else None
-            self.failures.append((trace_id, block, failure_comment(failure, COMMENT_MAX)))
+        # A trace exported here brings its failure's tag among its notes: not made twice.
+        if failure is not None and not any(n.label == FAILURE_LABEL for n in draft.notes):
+            # On the block marked here, never on one the file names: that id may be no
+            # block of this database (a chat export's, or made up).
+            comment = failure_comment(failure, COMMENT_MAX)
+            self.failures.append((trace_id, trace.failure_block, comment))
         metadata_text = jsontext.dumps(metadata)
         extra_text = jsontext.dumps(draft.extra) if draft.extra else "{}"
         task, trial = trace_task_trial(metadata=metadata)
@@ -599,6 +603,7 @@ class _TraceState:
         self.metadata = draft.metadata
         self.blocks = 0
         self.failure_step = failure_step(draft.metadata)
+        self.failure_block: str | None = None  # the block marked as the failure's, if one
         self._content: Any = None
         self.spooled_from: Any = None  # the block spool's mark before its first block
         self.duplicate_of = ""  # why it is left out, if it is (SKIPPED_IN_DATASET...)

@@ -36,6 +36,4 @@ def organization_hold(*, organization: Organization) -> None:
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT 1 FROM {table} WHERE id = %s{lock}", [organization.pk])
         if cursor.fetchone() is None:
-            raise NotFound(
-                f"no organization {organization.slug!r}", {"organization": organization.slug}
-            )
+            raise NotFound(f"no organization {organization.slug!r}", {"org": organization.slug})

@@ -216,3 +216,35 @@ def test_a_question_names_the_trace_uncut_on_one_line(org) -> None:
     trace_import(organization=org, dataset_name="d", files=[as_file(json.dumps(log))])
     assert Trace.objects.get().name == " ".join(question.split())
     assert len(" ".join(question.split())) > 300
+
+
+@pytest.mark.parametrize("fmt", ["chat", "blocks"])
+def test_an_export_imported_again_has_one_failure_tag_a_trace(org, fmt) -> None:
+    """The export brings the failure's tag among its notes and the failure in its
+    metadata: the tag is made once (the researcher's review found two after a chat
+    round trip)."""
+    import_real(org, "hand-crafted-1.json")
+    import_real(org, "algorithm-generated-1.json")
+    first = Trace.objects.first().dataset
+    exported = b"".join(dataset_export_lines(dataset=first, fmt=fmt))
+    trace_import(organization=org, dataset_name="again", files=[as_file(exported, "e.jsonl")])
+    again = Trace.objects.filter(dataset__name="again")
+    assert again.count() == 2
+    for trace in again:
+        assert trace.annotations.filter(label__name="mistake").count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failure_naming_a_block_the_import_did_not_make_tags_the_trace(org) -> None:
+    """A chat line's metadata may name a failure's block by an id of another database (or
+    a made-up one): its tag goes on the trace, never on a block that is not there."""
+    from django.db import connection
+
+    line = {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}],
+            "metadata": {"failure": {"agent": "A", "reason": "r", "block": "tb_NOSUCHBLOCK"}}}  # fmt: skip
+    trace_import(organization=org, dataset_name="d", files=[as_file(json.dumps(line))])
+    [tag] = Annotation.objects.all()
+    assert (tag.block_id, tag.label.name, tag.comment) == (None, "mistake", "A: r")
+    if connection.vendor == "sqlite":  # its import checks no keys
+        with connection.cursor() as cursor:
+            assert cursor.execute("PRAGMA foreign_key_check").fetchall() == []
