@@ -53,3 +53,40 @@ def _delete_in_thread(trace: Trace, errors: list[BaseException]) -> None:
         errors.append(exc)
     finally:
         connections.close_all()
+
+
+@pytest.mark.postgres  # SQLite runs one write transaction at a time: no such race
+def test_a_dataset_delete_holds_its_traces_so_an_append_meanwhile_finds_none(org):
+    """The delete locks every trace of the dataset before it deletes their blocks: an
+    append that comes while it runs waits, then finds no trace (NotFound), instead of
+    adding blocks to a trace whose blocks are gone and failing the delete's commit."""
+    from traces.models import Dataset
+    from traces.services.deletion import _delete_traces, _hold_traces
+
+    dataset = Dataset.objects.create(organization=org, name="d")
+    trace = trace_create(organization=org, dataset=dataset, name="t", metadata={})
+    block_create(trace=trace, block=MESSAGE)
+    errors: list[BaseException] = []
+    appending = threading.Thread(target=_append_in_thread, args=(trace, errors))
+    with transaction.atomic():  # dataset_delete's steps, the append coming in between
+        Dataset.objects.select_for_update().filter(pk=dataset.pk).first()
+        _hold_traces(dataset)
+        appending.start()
+        appending.join(timeout=1.0)
+        assert appending.is_alive()  # waiting for the delete
+        _delete_traces(Trace.objects.filter(dataset_id=dataset.pk))
+        Dataset.objects.filter(pk=dataset.pk).delete()
+    appending.join(timeout=30)
+    assert not appending.is_alive()
+    assert [type(e) for e in errors] == [NotFound]
+    assert not Trace.objects.filter(pk=trace.pk).exists()
+    assert not Block.objects.filter(trace_id=trace.pk).exists()
+
+
+def _append_in_thread(trace: Trace, errors: list[BaseException]) -> None:
+    try:
+        block_create(trace=trace, block=MESSAGE)
+    except BaseException as exc:  # reported to the test's thread
+        errors.append(exc)
+    finally:
+        connections.close_all()

@@ -74,5 +74,23 @@ def dataset_delete(*, dataset: Dataset) -> None:
     before the deletion starts, and one that starts later finds no dataset."""
     with transaction.atomic():
         Dataset.objects.select_for_update().filter(pk=dataset.pk).first()
+        _hold_traces(dataset)
         _delete_traces(Trace.objects.filter(dataset_id=dataset.pk))
         Dataset.objects.filter(pk=dataset.pk).delete()
+
+
+def _hold_traces(dataset: Dataset) -> None:
+    """Lock the dataset's traces, as an append of blocks locks its trace: appends that
+    are running end first (their blocks are then deleted too), later ones find no trace
+    (NotFound). Without it, an append that took its trace's lock after the blocks were
+    deleted kept blocks of a deleted trace, and the delete failed at its commit. One
+    query, whatever the number of traces (a count, not the rows, comes back). SQLite runs
+    one write transaction at a time: nothing to hold."""
+    if connection.vendor != "postgresql":
+        return
+    table = connection.ops.quote_name(Trace._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE dataset_id = %s FOR UPDATE) held",
+            [dataset.pk],
+        )
