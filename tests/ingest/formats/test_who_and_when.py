@@ -240,8 +240,9 @@ def test_a_failure_naming_a_block_the_import_did_not_make_tags_the_trace(org) ->
     a made-up one): its tag goes on the trace, never on a block that is not there."""
     from django.db import connection
 
-    line = {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}],
-            "metadata": {"failure": {"agent": "A", "reason": "r", "block": "tb_NOSUCHBLOCK"}}}  # fmt: skip
+    failure = {"agent": "A", "reason": "r", "block": "tb_NOSUCHBLOCK"}
+    messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
+    line = {"messages": messages, "metadata": {"failure": failure}}
     trace_import(organization=org, dataset_name="d", files=[as_file(json.dumps(line))])
     [tag] = Annotation.objects.all()
     assert (tag.block_id, tag.label.name, tag.comment) == (None, "mistake", "A: r")
