@@ -10,7 +10,7 @@ from django.utils import timezone
 from benchmarks.realruns import DEFAULT_DATA
 from tests.conftest import as_file
 from tests.services.test_deletion import png_url
-from traces.bulk import blocks_checked_here, blocks_made_here, keys_made_here
+from traces.bulk import blocks_made_here, keys_made_here
 from traces.models import Annotation, Block, Dataset, Trace, TraceImage
 from traces.search_queue import search_queued_here
 from traces.services.imports import trace_import
@@ -261,19 +261,3 @@ def test_on_postgresql_the_lift_ends_with_its_block_even_when_it_raises(org):
             with transaction.atomic():
                 parent_in_other_trace(org).save()
                 transaction.get_connection().check_constraints()
-
-
-def test_blocks_checked_here_lifts_postgresqls_checks_only(org):
-    """An append through the blocks API: PostgreSQL's deferred checks are lifted for its
-    rows (its trace is locked, its parents found in it); SQLite's trigger stays, since
-    lifting it is DDL that every request would pay."""
-    with transaction.atomic(), blocks_checked_here():
-        with connection.cursor() as cursor:
-            if connection.vendor == "postgresql":
-                cursor.execute(
-                    "SELECT current_setting('traces.blocks_made_here', true) = "
-                    "pg_current_xact_id()::text"
-                )
-                assert cursor.fetchone()[0] is True
-            else:
-                assert "block_parent_same_trace_insert" in trigger_names()

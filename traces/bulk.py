@@ -100,23 +100,6 @@ def blocks_made_here() -> Iterator[None]:
             cursor.execute(SQLITE_INSERT_UP)
 
 
-@contextmanager
-def blocks_checked_here() -> Iterator[None]:
-    """For blocks whose trace the caller holds locked (FOR UPDATE) and whose every parent
-    it found in that trace or writes itself: an append through the blocks API
-    (traces/services/blocks.py). A delete of the trace, which alone takes blocks away,
-    locks the trace first (traces/services/deletion.py), so neither the trace nor a
-    parent can go before the commit. PostgreSQL: the deferred key checks are lifted as
-    `blocks_made_here` lifts them (two a block at the commit). SQLite: nothing changes;
-    lifting its trigger is DDL, which every request would pay and every other connection
-    would take for a new schema."""
-    if connection.vendor != "postgresql":
-        yield
-        return
-    with blocks_made_here():
-        yield
-
-
 def _unset(cursor, setting: str) -> None:
     """Clear a transaction's setting. After a database error the transaction is aborted
     and refuses every statement (the error raised is the first one's); its rollback, or

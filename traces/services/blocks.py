@@ -8,13 +8,7 @@ from django.db.models import Max, Q
 from django.utils import timezone
 
 from traces import ids, jsontext
-from traces.bulk import (
-    BLOCK_COLUMNS,
-    PLACE_COLUMNS,
-    adapt_datetime,
-    blocks_checked_here,
-    insert_rows,
-)
+from traces.bulk import BLOCK_COLUMNS, PLACE_COLUMNS, adapt_datetime, insert_rows
 from traces.checks import NUL, Context, Limits, ParentInfo, ValidBlock, check_json_depth
 from traces.errors import (
     DuplicateCallId,
@@ -230,9 +224,7 @@ def _write(
             sub_type = None if parent is None else parent.sub_type
             value = (*value[:_CREATED_AT], stamp, stamp, *value[_CREATED_AT + 2 :])
             placed.append((*value, *appending.place(row, sub_type, parent_place)))
-        # The trace is locked (_Appending) and every parent was found in it or is one of
-        # these rows: no per-row check of their keys is needed.
-        with search_queued_here(), blocks_checked_here():
+        with search_queued_here():
             insert_rows(Block._meta.db_table, (*BLOCK_COLUMNS, *PLACE_COLUMNS), placed)
         search_queue_traces(trace_ids=[trace.pk])
         appending.save(rows)
