@@ -261,3 +261,15 @@ def test_on_postgresql_the_lift_ends_with_its_block_even_when_it_raises(org):
             with transaction.atomic():
                 parent_in_other_trace(org).save()
                 transaction.get_connection().check_constraints()
+
+
+@postgres_only
+def test_on_postgresql_search_queued_here_ends_with_its_block_even_when_it_raises(org):
+    """The same end as the key checks' lift (traces.bulk.setting_clear): a block that
+    raises, caught in the same transaction, leaves the trigger queueing again."""
+    with transaction.atomic():
+        with pytest.raises(RuntimeError, match="boom"), search_queued_here():
+            raise RuntimeError("boom")
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT current_setting('traces.search_queued_here', true)")
+            assert cursor.fetchone()[0] != "on"

@@ -91,7 +91,7 @@ def blocks_made_here() -> Iterator[None]:
             try:
                 yield
             finally:
-                _unset(cursor, BLOCKS_MADE_HERE)
+                setting_clear(cursor, BLOCKS_MADE_HERE)
             return
         cursor.execute(f"DROP TRIGGER IF EXISTS {SQLITE_INSERT_TRIGGER}")
         try:
@@ -100,8 +100,9 @@ def blocks_made_here() -> Iterator[None]:
             cursor.execute(SQLITE_INSERT_UP)
 
 
-def _unset(cursor, setting: str) -> None:
-    """Clear a transaction's setting. After a database error the transaction is aborted
+def setting_clear(cursor: Any, setting: str) -> None:
+    """Clear a transaction's setting (the end of a block that set it: here, and
+    traces/search_queue.py's). After a database error the transaction is aborted
     and refuses every statement (the error raised is the first one's); its rollback, or
     the savepoint's, clears the setting then."""
     try:

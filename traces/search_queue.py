@@ -13,6 +13,8 @@ from contextlib import contextmanager
 
 from django.db import connection
 
+from traces.bulk import setting_clear
+
 # The transaction's setting the trigger's WHEN reads (migration 0020).
 QUEUED_HERE = "traces.search_queued_here"
 
@@ -40,8 +42,10 @@ def search_queued_here() -> Iterator[None]:
         raise RuntimeError("search_queued_here needs a transaction")
     with connection.cursor() as cursor:
         cursor.execute("SELECT set_config(%s, 'on', true)", [QUEUED_HERE])
-        yield
-        cursor.execute("SELECT set_config(%s, 'off', true)", [QUEUED_HERE])
+        try:
+            yield
+        finally:  # also when the block raises and its caller goes on in the transaction
+            setting_clear(cursor, QUEUED_HERE)
 
 
 def search_queue_traces(*, trace_ids: list[str]) -> None:

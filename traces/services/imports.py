@@ -1185,13 +1185,19 @@ def _refresh_statistics(blocks: int) -> None:
         return
     table = Block._meta.db_table
     with connection.cursor() as cursor:
-        cursor.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [table])
-        (known,) = cursor.fetchone()
-        if blocks < max(known, 0) / 10:
+        if not _grown_by_a_tenth(cursor, table, blocks):
             return
         cursor.execute(
             f"ANALYZE {table} (id, trace_id, parent_block_id), {Trace._meta.db_table} (id)"
         )
+
+
+def _grown_by_a_tenth(cursor: Any, table: str, rows: int) -> bool:
+    """Whether `rows` new rows are a tenth of what the table's statistics know of it, or
+    more (autovacuum's own threshold for a new ANALYZE)."""
+    cursor.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [table])
+    (known,) = cursor.fetchone()
+    return rows >= max(known, 0) / 10
 
 
 def _refresh_search_statistics(traces: int) -> None:
@@ -1208,9 +1214,7 @@ def _refresh_search_statistics(traces: int) -> None:
         return
     table = Trace._meta.db_table
     with connection.cursor() as cursor:
-        cursor.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [table])
-        (known,) = cursor.fetchone()
-        if traces < max(known, 0) / 10:
+        if not _grown_by_a_tenth(cursor, table, traces):
             return
         # Never waits for a lock: a VACUUM, an index being built or another import's
         # ANALYZE holding one would hold the upload's answer (its rows written already).
