@@ -29,6 +29,21 @@ def test_the_encoding_is_crockford_base32_of_130_bits_most_significant_first():
         assert _encode(value) == slow(value)
 
 
+def test_ids_counting_up_are_encoded_as_each_alone_across_their_shared_head():
+    import random
+
+    from traces.ids import _encode, _encode_next
+
+    rng = random.Random(11)
+    starts = [0, (1 << 20) - 3, (5 << 100) + (1 << 40) - 2]
+    starts += [rng.getrandbits(128) for _ in range(50)]
+    for start in starts:
+        for value in range(start, start + 8):
+            assert _encode_next(value) == _encode(value)
+    for value in (rng.getrandbits(128) for _ in range(1000)):  # jumping about, too
+        assert _encode_next(value) == _encode(value)
+
+
 def test_a_forked_process_never_makes_its_parents_next_ids(monkeypatch):
     # Both in the millisecond of the fork: the parent counts on from its last id.
     monkeypatch.setattr(ids, "_last_ms", time.time_ns() // 1_000_000 + 60_000)

@@ -6,7 +6,7 @@ from typing import Any
 from traces.errors import TraceStoreError
 
 
-@dataclass
+@dataclass(slots=True)
 class BlockDraft:
     sub_type: str
     block_type: str

@@ -18,6 +18,7 @@ but an event array (or a trace object holding one) is not streamed: `scan` says 
 the caller parses the line whole, as before.
 """
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
@@ -41,8 +42,14 @@ _OPEN = frozenset(("start_map", "start_array"))
 _CLOSE = frozenset(("end_map", "end_array"))
 
 
+# The two escaped hints in one pass: alone, `\\/` took as long as the other three.
+_ESCAPED_HINTS = re.compile(rb"\\/|\\u00")
+
+
 def images_possible(data: bytes) -> bool:
-    return any(hint in data for hint in IMAGE_HINTS)
+    return (
+        IMAGE_HINTS[0] in data or IMAGE_HINTS[1] in data or _ESCAPED_HINTS.search(data) is not None
+    )
 
 
 class _HintedReader(Paced):

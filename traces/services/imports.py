@@ -13,6 +13,7 @@ Two phases, so that no upload holds the database's write lock while it is read:
 
 import hashlib
 import logging
+import struct
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
@@ -307,9 +308,9 @@ class _Spool:
         head = f"{b.sub_type} {b.parent}".encode()
         trace.content.update(
             b"".join((
-                _length(head), head, _length(payload), payload,
-                *((_NULL_PART,) if raw is None else (_length(raw), raw)),
-                _length(metadata), metadata,
+                _length(len(head)), head, _length(len(payload)), payload,
+                *((_NULL_PART,) if raw is None else (_length(len(raw)), raw)),
+                _length(len(metadata)), metadata,
             ))
         )  # fmt: skip
         if trace.failure_step is not None and mark_failure(trace.metadata, b, block_id):
@@ -622,12 +623,10 @@ class _TraceState:
         return self._content
 
 
-def _length(data: bytes) -> bytes:
-    """The prefix of one field of a trace's content hash: its length."""
-    return len(data).to_bytes(8, "big")
+# The prefix of one field of a trace's content hash: its length, as 8 bytes big-endian.
+_length = struct.Struct(">Q").pack
 
-
-_NULL_PART = _length(b"null") + b"null"  # a block without `raw`
+_NULL_PART = _length(4) + b"null"  # a block without `raw`
 
 
 def _hash_part(part: str | bytes) -> bytes:
