@@ -2,18 +2,30 @@
 directory, no descriptor left open."""
 
 import io
+import itertools
 import os
 
 import pytest
+from django.db import connection, transaction
 
 from tests.conftest import as_file
 from tests.killed import killed_midway
 from tests.sqlite_lock import busy_timeout, sqlite_only, write_lock_held_elsewhere
+from traces import forked
 from traces.bulk import TRACE_COLUMNS, adapt_datetime
 from traces.errors import ImportFailed
 from traces.models import Block, Trace
 from traces.services.imports import trace_import
-from traces.spool import BATCH_BYTES, BATCH_ROWS, KeySpool, RecordSpool, RowSpool
+from traces.spool import (
+    BATCH_BYTES,
+    BATCH_ROWS,
+    STAGES_MAX,
+    KeySpool,
+    RecordSpool,
+    RowSpool,
+    StagedRows,
+    row_spool,
+)
 
 LINES = b"".join(b'[{"role": "user", "content": "trace %d"}]\n' % n for n in range(30))
 
@@ -193,3 +205,118 @@ def test_a_killed_import_leaves_nothing(org, temp_dir):
     killed_midway(work)
     assert list(temp_dir.iterdir()) == []
     assert not Trace.objects.exists()
+
+
+def attached() -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA database_list")
+        return [row[1] for row in cursor.fetchall() if row[1] not in ("main", "temp")]
+
+
+def trace_rows(org, count: int, name: str = "kept"):
+    from django.utils import timezone
+
+    from traces.models import Dataset
+
+    dataset, _ = Dataset.objects.get_or_create(organization=org, name="d")
+    now = adapt_datetime(timezone.now())
+    for n in range(count):
+        index = next(_indexes)  # the order rows were made in
+        yield (f"tr_{name}_{n}", org.pk, dataset.pk, index, name, "{}", "{}", None, 0, now, now)
+
+
+_indexes = itertools.count()
+
+
+@sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_staged_rows_left_out_since_a_mark_are_not_written(org, temp_dir):
+    """As RowSpool's: rows taken back from the batch, or once written to the staged
+    database, deleted from it; the rows after them still come in the order added."""
+    spool = row_spool(Trace._meta.db_table, TRACE_COLUMNS, key=4)
+    assert isinstance(spool, StagedRows)
+    kept = list(trace_rows(org, BATCH_ROWS - 1, "kept\tone\nline\\"))
+    for row in kept:
+        spool.add(row)
+    since = spool.mark()
+    for row in trace_rows(org, 2, "across a batch"):  # written with the first of these
+        spool.add(row)
+    spool.leave_out("across a batch", since)
+    since = spool.mark()
+    spool.add(next(trace_rows(org, 1, "in the batch")))
+    spool.leave_out("in the batch", since)
+    spool.add(next(trace_rows(org, 1, "last")))
+    assert spool.count == BATCH_ROWS
+    spool.flush()  # as an import does before its transaction
+    with transaction.atomic():
+        spool.insert()
+    spool.close()
+    names = list(Trace.objects.order_by("index").values_list("name", flat=True))
+    assert names == ["kept\tone\nline\\"] * (BATCH_ROWS - 1) + ["last"]
+    assert attached() == []
+
+
+@sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_staged_rows_skip_the_keys_left_out_by_another_process(org, temp_dir):
+    """A part's reader writes its rows; the importer then names traces it leaves out."""
+    spool = row_spool(Trace._meta.db_table, TRACE_COLUMNS, key=0, for_child=True)
+    rows = list(trace_rows(org, 1200))
+    def read() -> tuple[int, int]:
+        spool.open_here()
+        for row in rows:
+            spool.add(row)
+        return spool.state()
+
+    spool.restore(forked.Forked(read).result())
+    assert spool.count == len(rows)
+    spool.left_out.update(row[0] for row in rows[::3])
+    spool.count -= 400
+    with transaction.atomic():
+        spool.insert()
+    spool.close()
+    assert sorted(Trace.objects.values_list("id", flat=True)) == sorted(
+        row[0] for n, row in enumerate(rows) if n % 3
+    )
+
+
+@sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_a_staged_database_has_no_name_once_open_and_is_let_go_at_close(temp_dir):
+    spool = row_spool(Block._meta.db_table, ("id",))
+    assert isinstance(spool, StagedRows) and attached() == [spool.schema]
+    assert list(temp_dir.iterdir()) == []
+    held = [t for t in open_files() if t.startswith(f"{temp_dir}/stage-")]
+    assert held and all(t.endswith(" (deleted)") for t in held), open_files()
+    spool.close()
+    spool.close()  # once or more
+    assert attached() == [] and not [t for t in open_files() if "/stage-" in t]
+
+
+@sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_a_staged_database_no_reader_opened_is_unlinked_at_close(temp_dir):
+    spool = row_spool(Block._meta.db_table, ("id",), for_child=True)
+    assert len(list(temp_dir.iterdir())) == 1  # until the reader opens it
+    spool.close()
+    assert list(temp_dir.iterdir()) == [] and attached() == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rows_are_staged_only_on_sqlite_outside_a_transaction_with_an_attachment_free(
+    temp_dir,
+):
+    outside = row_spool(Block._meta.db_table, ("id",))
+    with transaction.atomic():
+        inside = row_spool(Block._meta.db_table, ("id",))
+    assert isinstance(inside, RowSpool)
+    assert isinstance(outside, StagedRows) == (connection.vendor == "sqlite")
+    outside.close()
+    inside.close()
+    if connection.vendor != "sqlite":
+        return
+    spools = [row_spool(Block._meta.db_table, ("id",)) for _ in range(STAGES_MAX + 2)]
+    assert [isinstance(s, StagedRows) for s in spools] == [True] * STAGES_MAX + [False] * 2
+    for spool in spools:
+        spool.close()
+    assert attached() == []

@@ -11,19 +11,28 @@ stays flat however many rows an upload has.
   `write_row` on PostgreSQL, one `executemany` on SQLite). Rows spooled before it was
   known that they are not wanted (a duplicate trace's blocks) are left out of the write
   by the value of their key column (`leave_out`).
+- `StagedRows`: on SQLite, `RowSpool`'s rows in a throwaway SQLite database that the
+  import's own connection has attached: the write is one INSERT ... SELECT (`row_spool`
+  says which of the two a spool is).
 - `KeySpool`: a set of short keys (a trace's content hash), for the questions an import
   asks once a trace ("has the dataset, or this upload, this trace already?").
 """
 
+import itertools
+import logging
 import os
 import pickle
 import sqlite3
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 
+import orjson
 from django.conf import settings
+from django.db import DatabaseError, connection
 
 from traces.bulk import insert_rows
+
+logger = logging.getLogger(__name__)
 
 BATCH_ROWS = 500
 BATCH_BYTES = 4 << 20  # a batch is pickled sooner when its large values reach this
@@ -97,6 +106,21 @@ class RowSpool:
         self.count += 1
         self.records.add(row, size)
 
+    def open_here(self) -> None:
+        """Nothing to do: its file is shared with a forked reader as it is."""
+
+    def flush(self) -> None:
+        self.records.flush()
+
+    def state(self) -> tuple[int, int]:
+        """What a forked reader of a part (traces/services/imports.py) hands back beside
+        the rows, which it flushes to the file: the parent's copy takes it (`restore`)."""
+        self.records.flush()
+        return self.count, self.records.count
+
+    def restore(self, state: tuple[int, int]) -> None:
+        self.count, self.records.count = state
+
     def mark(self) -> tuple[int, int, int]:
         """Where the spool is now: `leave_out` takes back the rows added after it."""
         return self.records.file.tell(), len(self.records._batch), self.count
@@ -126,6 +150,186 @@ class RowSpool:
 
     def close(self) -> None:
         self.records.close()
+
+
+# The schema names a StagedRows database is attached under (unique in the process).
+_STAGES = itertools.count()
+
+
+class StagedRows:
+    """SQLite only: the rows of one table in a throwaway SQLite database (an unlinked file
+    of the upload temp dir, one table without index or constraint), which the process
+    that reads them writes as it reads (a forked reader of a part its own), and which
+    the import's connection has attached since the spool was made: the write is one
+    INSERT ... SELECT, in which SQLite copies each row without Python binding each of
+    its values. A 100 MB import: 0.55 s against 1.1 s for `executemany` of pickled
+    rows; the readers' writes cost them 0.28 s a half instead of 0.1 s, on two cores.
+
+    Made outside any transaction (SQLite attaches only there; `row_spool` falls back to
+    a RowSpool inside one), by the parent of the readers: its file is made, attached,
+    then opened by the process that writes it (`open_here`: at once for a spool of the
+    importer's own, by the forked reader for a part's), which unlinks it. Its name is
+    on disk only until then, and nothing is left however the processes end after it;
+    the attached database lives on, nameless, until `close` detaches it."""
+
+    def __init__(
+        self, table: str, columns: Sequence[str], key: int = 1, *, for_child: bool = False
+    ) -> None:
+        """`for_child`: a forked reader opens it (`open_here`), not this process."""
+        self.table = table
+        self.columns = tuple(columns)
+        self.key = key
+        self.left_out: set[str] = set()
+        self.count = 0  # the rows to write
+        self.stored = 0  # the rows in the database and in the batch
+        self._batch: list[tuple] = []
+        self._db: sqlite3.Connection | None = None
+        self._db_pid = 0
+        self.schema = f"traces_stage_{next(_STAGES)}"
+        fd, self.path = tempfile.mkstemp(prefix="stage-", dir=settings.FILE_UPLOAD_TEMP_DIR)
+        os.close(fd)
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute(f"ATTACH DATABASE %s AS {self.schema}", [self.path])
+        except BaseException:
+            os.unlink(self.path)
+            raise
+        self._attached_by = os.getpid()  # the process whose connection attached it
+        if not for_child:
+            try:
+                self.open_here()
+            except BaseException:
+                self.close()
+                raise
+
+    def open_here(self) -> None:
+        """Open the database in this process to write rows into it, and unlink its file
+        (once: in the process that writes it, which a forked reader is)."""
+        if self._db is not None and self._db_pid == os.getpid():
+            return
+        db = sqlite3.connect(self.path, isolation_level=None)
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+        for pragma in ("journal_mode = OFF", "synchronous = OFF"):  # a throwaway database
+            db.execute(f"PRAGMA {pragma}")
+        columns = ", ".join(f"c{n}" for n in range(len(self.columns)))
+        db.execute(f"CREATE TABLE IF NOT EXISTS rows ({columns})")
+        db.execute("BEGIN")  # one transaction until flushed: no write of a page a batch
+        self._db, self._db_pid = db, os.getpid()
+
+    def add(self, row: tuple, size: int = 0) -> None:
+        self._batch.append(row)
+        self.count += 1
+        self.stored += 1
+        if len(self._batch) >= BATCH_ROWS:
+            self._write_batch()
+
+    def _write_batch(self) -> None:
+        if self._batch:
+            if self._db is None:
+                raise RuntimeError("StagedRows.open_here was not called in this process")
+            marks = ", ".join(["?"] * len(self.columns))
+            self._db.executemany(f"INSERT INTO rows VALUES ({marks})", self._batch)
+            self._batch = []
+
+    def mark(self) -> tuple[int, int]:
+        """Where the spool is now: `leave_out` takes back the rows added after it."""
+        return self.stored, self.count
+
+    def leave_out(self, key: str, since: tuple[int, int]) -> None:
+        """The rows added since the mark `since` (all with `key`) are not written: they
+        are the last ones, taken back from the batch and, once written, from the
+        database (by rowid, which counts the rows in the order they were added)."""
+        stored, count = since
+        written = self.stored - len(self._batch)
+        if stored >= written:
+            del self._batch[stored - written :]
+        else:
+            self._batch = []
+            self._db.execute("DELETE FROM rows WHERE rowid > ?", (stored,))
+        self.stored, self.count = stored, count
+
+    def flush(self) -> None:
+        """Every row into the database, committed, and this process's connection to it
+        closed: the attached database reads them from there."""
+        if self._db is not None and self._db_pid == os.getpid():
+            self._write_batch()
+            self._db.execute("COMMIT")
+            self._db.close()
+            self._db = None
+
+    def state(self) -> tuple[int, int]:
+        """See RowSpool.state."""
+        self.flush()
+        return self.count, self.stored
+
+    def restore(self, state: tuple[int, int]) -> None:
+        self.count, self.stored = state
+
+    def insert(self) -> None:
+        """Write every row into the table (but those of keys left out), in the current
+        transaction, in the order they were added. `flush` them before it began: a
+        transaction that begins takes a lock on every database attached, and reads
+        their tables as they were then."""
+        if self._db is not None:
+            raise RuntimeError("StagedRows.insert: flush the rows before the transaction")
+        if not self.count:
+            return
+        qn = connection.ops.quote_name
+        columns = ", ".join(qn(c) for c in self.columns)
+        values = ", ".join(f"c{n}" for n in range(len(self.columns)))
+        sql = (
+            f"INSERT INTO main.{qn(self.table)} ({columns}) "
+            f"SELECT {values} FROM {self.schema}.rows"
+        )
+        params: list[str] = []
+        if self.left_out:
+            # One parameter however many: a JSON array SQLite reads into a lookup once.
+            sql += f" WHERE c{self.key} NOT IN (SELECT value FROM json_each(%s))"
+            params.append(orjson.dumps(sorted(self.left_out)).decode())
+        with connection.cursor() as cursor:
+            cursor.execute(sql + " ORDER BY rowid", params)
+
+    def close(self) -> None:
+        """Let go of the database (this process's connection, its file if no process
+        opened it, and, outside a transaction, its attachment); in any process, once or
+        more."""
+        if self._db is not None and self._db_pid == os.getpid():
+            self._db.close()
+        self._db = None
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+        # Only the process that attached it: a forked reader never touches the
+        # connection it inherited.
+        if self._attached_by == os.getpid() and not connection.in_atomic_block:
+            self._attached_by = 0
+            try:
+                with connection.cursor() as cursor:
+                    cursor.execute(f"DETACH DATABASE {self.schema}")
+            except DatabaseError as exc:  # the connection closed meanwhile: nothing held
+                logger.warning("could not detach %s: %s", self.schema, exc)
+
+
+# How many StagedRows one connection may have attached at once: SQLite's limit is 10.
+STAGES_MAX = 8
+
+
+def row_spool(
+    table: str, columns: Sequence[str], key: int = 1, *, for_child: bool = False
+) -> "RowSpool | StagedRows":
+    """A StagedRows where it can be (SQLite, outside a transaction, an attachment free),
+    else a RowSpool."""
+    if connection.vendor == "sqlite" and not connection.in_atomic_block:
+        with connection.cursor() as cursor:
+            cursor.execute("PRAGMA database_list")
+            attached = sum(1 for row in cursor.fetchall() if row[1].startswith("traces_stage_"))
+        if attached < STAGES_MAX:
+            return StagedRows(table, columns, key, for_child=for_child)
+    return RowSpool(table, columns, key)
 
 
 KEY_CACHE_KIB = 1024  # SQLite's page cache of a KeySpool: what it may hold in memory

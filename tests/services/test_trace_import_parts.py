@@ -8,13 +8,16 @@ import json
 import os
 
 import pytest
+from django.db import connection
 
+from tests.sqlite_lock import sqlite_only
 from traces import forked
 from traces.errors import ImportFailed
 from traces.ingest.parts import cut
 from traces.models import Block, Image, Trace, TraceImage
 from traces.services import imports
 from traces.services.imports import trace_import
+from traces.spool import StagedRows
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 2).decode()
 
@@ -227,3 +230,91 @@ def test_a_file_read_in_parts_has_its_traces_ids_in_file_order(org, in_parts):
     later = import_as(org, "later", jsonl([chat(1000)]))
     newest = Trace.objects.order_by("-id").first()
     assert newest.dataset_id == later.dataset.pk
+
+
+
+# Outside a transaction, SQLite's part readers write their rows into throwaway databases
+# that the import's connection attached (traces/spool.py StagedRows); the tests above run
+# inside the test's transaction, where the rows are pickled (RowSpool).
+
+
+@pytest.fixture
+def staged_inserts(monkeypatch):
+    """(rows, keys left out) of each staged spool that wrote its rows."""
+    made = []
+    insert = StagedRows.insert
+
+    def counted(self):
+        made.append((self.count, len(self.left_out)))
+        insert(self)
+
+    monkeypatch.setattr(StagedRows, "insert", counted)
+    return made
+
+
+@pytest.fixture
+def temp_dir(tmp_path, settings):
+    settings.FILE_UPLOAD_TEMP_DIR = str(tmp_path)
+    return tmp_path
+
+
+def attached() -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA database_list")
+        return [row[1] for row in cursor.fetchall() if row[1] not in ("main", "temp")]
+
+
+@sqlite_only
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("allow_duplicates", [False, True])
+def test_staged_parts_store_what_one_process_stores(
+    org, in_parts, settings, staged_inserts, allow_duplicates, temp_dir
+):
+    data = a_file_of_every_case()
+    in_parts_result = import_as(org, "parts", data, allow_duplicates=allow_duplicates)
+    assert len(staged_inserts) == 3  # the importer's part and the two readers'
+    settings.IMPORT_WORKERS = 1
+    whole_result = import_as(org, "whole", data, allow_duplicates=allow_duplicates)
+    assert stored("parts") == stored("whole")
+    assert result_of(in_parts_result) == result_of(whole_result)
+    assert in_parts_result.traces == (67 if allow_duplicates else 60)
+    assert Block.objects.count() == in_parts_result.blocks + whole_result.blocks
+    assert list(temp_dir.iterdir()) == [] and attached() == []
+
+
+@sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_staged_parts_skip_what_the_dataset_has(org, in_parts, settings, staged_inserts):
+    data = a_file_of_every_case()
+    settings.IMPORT_WORKERS = 1
+    import_as(org, "parts", jsonl([chat(50), chat(2), chat(30)]))
+    import_as(org, "whole", jsonl([chat(50), chat(2), chat(30)]))
+    settings.IMPORT_WORKERS = 3
+    staged_inserts.clear()
+    in_parts_result = import_as(org, "parts", data)
+    # The readers wrote rows of traces the dataset has: left out by their keys.
+    assert any(left_out for _, left_out in staged_inserts[1:])
+    settings.IMPORT_WORKERS = 1
+    whole_result = import_as(org, "whole", data)
+    assert stored("parts") == stored("whole")
+    assert result_of(in_parts_result) == result_of(whole_result)
+    assert Block.objects.count() == sum(
+        t.block_count for t in Trace.objects.all()
+    )  # no block of a trace left out
+
+
+@sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_a_staged_part_whose_reader_fails_is_read_again_and_leaves_nothing(
+    org, in_parts, monkeypatch, temp_dir
+):
+    def fails_in_the_child():
+        raise RuntimeError("a reader that fails")
+
+    monkeypatch.setattr(forked, "PeakGrowth", fails_in_the_child)  # made in the child only
+    data = a_file_of_every_case()
+    assert import_as(org, "parts", data).traces == 60
+    monkeypatch.undo()
+    import_as(org, "whole", data)
+    assert stored("parts") == stored("whole")
+    assert list(temp_dir.iterdir()) == [] and attached() == []

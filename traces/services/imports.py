@@ -7,8 +7,9 @@ Two phases, so that no upload holds the database's write lock while it is read:
    flat however large the upload. The first problem stops the spooling but not the
    reading, so every problem is reported; then nothing is written at all.
 2. Write: only when the whole upload is valid, one short transaction writes the spooled
-   rows with the database's bulk path (COPY on PostgreSQL, `executemany` on SQLite).
-   Nothing is visible before it commits.
+   rows with the database's bulk path (COPY on PostgreSQL, `executemany` on SQLite; the
+   blocks on SQLite, one INSERT ... SELECT from the throwaway databases their readers
+   wrote, traces/spool.py StagedRows). Nothing is visible before it commits.
 """
 
 import hashlib
@@ -80,7 +81,7 @@ from traces.services.datasets import (
     same_json,
 )
 from traces.services.organizations import organization_hold
-from traces.spool import KeySpool, RecordSpool, RowSpool
+from traces.spool import KeySpool, RecordSpool, row_spool
 from traces.trials import trace_task_trial
 from traces.validation import check_accuracy, check_rewards
 
@@ -178,7 +179,10 @@ class _Spool:
         self.now = timezone.now() if part_of is None else part_of.now
         self.stamp = adapt_datetime(self.now)
         self.traces = RecordSpool()
-        self.blocks = RowSpool(Block._meta.db_table, (*BLOCK_COLUMNS, *PLACE_COLUMNS))
+        # Filled by a forked reader when it is a part's (`part`, `_read_part`).
+        self.blocks = row_spool(
+            Block._meta.db_table, (*BLOCK_COLUMNS, *PLACE_COLUMNS), for_child=self.is_part
+        )
         self.images = RecordSpool()
         self.links = RecordSpool()
         self.image_shas: set[str] = set()
@@ -218,6 +222,13 @@ class _Spool:
             if spool is not None:
                 spool.close()
 
+    def flush_blocks(self) -> None:
+        """Every block row where the write reads it, before its transaction: a staged
+        spool's database is left by the connection that wrote it (a transaction that
+        begins takes a lock on every database attached)."""
+        for blocks in (self.blocks, *(part.blocks for part in self.parts)):
+            blocks.flush()
+
     def part(self) -> "_Spool":
         """A spool for one part of the file being read (see `__init__`)."""
         part = _Spool(part_of=self)
@@ -227,18 +238,19 @@ class _Spool:
     def state(self) -> dict[str, Any]:
         """What a part's reader found besides the rows in its files, for the spool made
         before the fork, in the parent, to `restore`; its rows flushed to its files."""
-        for records in (self.traces, self.blocks.records, self.images, self.links, self.notes):
+        for records in (self.traces, self.images, self.links, self.notes):
             records.flush()
         return {
-            "counts": (self.traces.count, self.blocks.count, self.blocks.records.count,
-                       self.images.count, self.links.count, self.notes.count),
+            "counts": (self.traces.count, self.images.count, self.links.count,
+                       self.notes.count),
+            "blocks": self.blocks.state(),
             "error_blocks": self.error_blocks, "trace_errors": self.trace_errors,
             "failures": self.failures,
         }  # fmt: skip
 
     def restore(self, state: dict[str, Any]) -> None:
-        (self.traces.count, self.blocks.count, self.blocks.records.count, self.images.count,
-         self.links.count, self.notes.count) = state["counts"]  # fmt: skip
+        self.traces.count, self.images.count, self.links.count, self.notes.count = state["counts"]
+        self.blocks.restore(state["blocks"])
         self.error_blocks = state["error_blocks"]
         self.trace_errors = state["trace_errors"]
         self.failures = state["failures"]
@@ -949,6 +961,7 @@ def _read_part(
     done with its own part by then, from its stream. Its ids in the range `ids_from`
     (the pinned millisecond, the part's number: traces/ids.py `pin`)."""
     peak = forked.PeakGrowth() if in_child else None
+    spool.blocks.open_here()  # first: its file's name is gone once it is open
     ms, number = ids_from
     ids.pin(ms=ms, part=number)
     problems = _Problems()
@@ -1294,6 +1307,7 @@ def trace_import(
             ))  # fmt: skip
         if problems.count:
             raise ImportFailed(problems.final())
+        spool.flush_blocks()
         with keys_made_here(), transaction.atomic():
             organization_hold(organization=organization)
             if dataset is not None:
