@@ -300,6 +300,9 @@ def test_an_import_that_grows_the_blocks_by_a_tenth_analyzes_them(org, monkeypat
     path = FIXTURES / "spec000_full_trace.json"
     written = run(org, (path.name, path.open("rb"))).blocks
     assert block_statistics() == written  # ANALYZE counted this transaction's own rows
+    with connection.cursor() as cursor:  # from a small sample, for this ANALYZE only
+        cursor.execute("SHOW default_statistics_target")
+        assert cursor.fetchone()[0] == "100"
 
 
 @pytest.mark.postgres

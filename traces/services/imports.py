@@ -1192,16 +1192,29 @@ def _refresh_statistics(blocks: int) -> None:
     grows the blocks by a tenth (autovacuum's own threshold), their key columns and the
     traces' ids are analyzed, in the transaction, which sees its own rows; only those
     columns, because the payloads are what makes a full ANALYZE slow (0.8 s of a 100 MB
-    import)."""
+    import); and from a sample of a tenth of the usual size (STATISTICS_TARGET), because
+    what matters until autovacuum's own ANALYZE (which the import's growth by a tenth
+    asks for) is the table's size, not fine histograms (0.17 s -> 0.015 s there)."""
     if connection.vendor != "postgresql" or blocks < ANALYZE_AFTER_BLOCKS:
         return
     table = Block._meta.db_table
     with connection.cursor() as cursor:
         if not _grown_by_a_tenth(cursor, table, blocks):
             return
+        cursor.execute("SELECT current_setting('default_statistics_target')")
+        (target,) = cursor.fetchone()
+        cursor.execute(
+            "SELECT set_config('default_statistics_target', %s, true)", [str(STATISTICS_TARGET)]
+        )
         cursor.execute(
             f"ANALYZE {table} (id, trace_id, parent_block_id), {Trace._meta.db_table} (id)"
         )
+        cursor.execute("SELECT set_config('default_statistics_target', %s, true)", [target])
+
+
+# The statistics target of an import's own ANALYZE (PostgreSQL's default: 100, a sample of
+# 300 times as many rows).
+STATISTICS_TARGET = 10
 
 
 def _grown_by_a_tenth(cursor: Any, table: str, rows: int) -> bool:
