@@ -34,7 +34,11 @@ def insert_rows(table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]
     qn = connection.ops.quote_name
     cols = ", ".join(qn(c) for c in columns)
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
+        if connection.vendor == "postgresql" and isinstance(rows, Sequence) and len(rows) == 1:
+            # One row (a one-block append): an INSERT is one round trip, COPY two.
+            marks = ", ".join(["%s"] * len(columns))
+            cursor.execute(f"INSERT INTO {qn(table)} ({cols}) VALUES ({marks})", rows[0])
+        elif connection.vendor == "postgresql":
             # COPY goes around Django's cursor: its errors are mapped here (IntegrityError...).
             with connection.wrap_database_errors:
                 with cursor.cursor.copy(f"COPY {qn(table)} ({cols}) FROM STDIN") as copy:

@@ -83,10 +83,37 @@ def test_a_dataset_delete_holds_its_traces_so_an_append_meanwhile_finds_none(org
     assert not Block.objects.filter(trace_id=trace.pk).exists()
 
 
-def _append_in_thread(trace: Trace, errors: list[BaseException]) -> None:
+def _append_in_thread(
+    trace: Trace, errors: list[BaseException], block: BlockInput = MESSAGE
+) -> None:
     try:
-        block_create(trace=trace, block=MESSAGE)
+        block_create(trace=trace, block=block)
     except BaseException as exc:  # reported to the test's thread
         errors.append(exc)
     finally:
         connections.close_all()
+
+
+@pytest.mark.postgres  # SQLite runs one write transaction at a time: no such race
+def test_a_parent_deleted_while_an_append_waits_for_the_trace_is_refused(org):
+    """One block's parent is read with the trace's lock, not before it: a writer that
+    holds the lock and deletes the parent (OTel ingestion replacing a stand-in message)
+    leaves the waiting append a missing parent, refused, not a block under nothing."""
+    from traces.errors import ValidationFailed
+
+    trace = trace_create(organization=org, dataset=None, name="t", metadata={})
+    message = block_create(trace=trace, block=MESSAGE)
+    think = BlockInput(sub_type="THINK", payload={"text": "hm"}, parent_block_id=message["id"])
+    errors: list[BaseException] = []
+    appending = threading.Thread(target=_append_in_thread, args=(trace, errors, think))
+    with transaction.atomic():
+        Trace.objects.select_for_update().filter(pk=trace.pk).first()
+        appending.start()
+        appending.join(timeout=1.0)
+        assert appending.is_alive()  # waiting for the lock
+        Block.objects.filter(pk=message["id"]).delete()
+    appending.join(timeout=30)
+    assert not appending.is_alive()
+    assert [type(e) for e in errors] == [ValidationFailed]
+    assert errors[0].details["rule"] == "parent_exists"
+    assert not Block.objects.filter(trace_id=trace.pk).exists()
