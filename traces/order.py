@@ -78,6 +78,9 @@ def place_block(
     kind = kinds.BY_SUB_TYPE[sub_type]
     if kind.parent is None:
         place = Place(order.turns)
+        if order.acts_of_turn is not None:
+            # A new turn has no acts stored: none to look up when its first one comes.
+            order.acts[order.turns] = 0
         order.turns += 1
         return place
     turn = None if parent_place is None else parent_place.turn
