@@ -286,6 +286,11 @@ def test_a_staged_database_has_no_name_once_open_and_is_let_go_at_close(temp_dir
     spool = row_spool(Block._meta.db_table, ("id",))
     assert isinstance(spool, StagedRows) and attached() == [spool.schema]
     assert list(temp_dir.iterdir()) == []
+    with connection.cursor() as cursor:
+        # Else the commit of an import with two of them wrote a super-journal beside the
+        # application's database (attacker review).
+        cursor.execute(f"PRAGMA {spool.schema}.journal_mode")
+        assert cursor.fetchone()[0] == "off"
     held = [t for t in open_files() if t.startswith(f"{temp_dir}/stage-")]
     assert held and all(t.endswith(" (deleted)") for t in held), open_files()
     spool.close()

@@ -191,6 +191,11 @@ class StagedRows:
         try:
             with connection.cursor() as cursor:
                 cursor.execute(f"ATTACH DATABASE %s AS {self.schema}", [self.path])
+                # No journal here either: a transaction that begins locks every database
+                # attached, and with more than one of them journaled its commit wrote a
+                # super-journal beside the application's database (left there if the
+                # process died in it) and journals beside these.
+                cursor.execute(f"PRAGMA {self.schema}.journal_mode = OFF")
         except BaseException:
             os.unlink(self.path)
             raise
