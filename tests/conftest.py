@@ -293,3 +293,14 @@ def trace_viewer_client(viewer_client):
 @pytest.fixture
 def trace_outsider_client(outsider_client):
     return outsider_client
+
+
+@pytest.fixture
+def readers_may_stage(monkeypatch) -> None:
+    """The forked part readers of an import may write their rows with SQLite, as they do
+    in a process without another thread (traces/forked.py `alone`). A test runs beside
+    pytest-xdist's own thread (execnet's), which calls no SQLite, so none could hold one
+    of its locks at a fork."""
+    from traces import forked
+
+    monkeypatch.setattr(forked, "alone", lambda: True)

@@ -258,7 +258,7 @@ def test_staged_rows_left_out_since_a_mark_are_not_written(org, temp_dir):
 
 @sqlite_only
 @pytest.mark.django_db(transaction=True)
-def test_staged_rows_skip_the_keys_left_out_by_another_process(org, temp_dir):
+def test_staged_rows_skip_the_keys_left_out_by_another_process(org, temp_dir, readers_may_stage):
     """A part's reader writes its rows; the importer then names traces it leaves out."""
     spool = row_spool(Trace._meta.db_table, TRACE_COLUMNS, key=0, for_child=True)
     rows = list(trace_rows(org, 1200))
@@ -300,7 +300,7 @@ def test_a_staged_database_has_no_name_once_open_and_is_let_go_at_close(temp_dir
 
 @sqlite_only
 @pytest.mark.django_db(transaction=True)
-def test_a_staged_database_no_reader_opened_is_unlinked_at_close(temp_dir):
+def test_a_staged_database_no_reader_opened_is_unlinked_at_close(temp_dir, readers_may_stage):
     spool = row_spool(Block._meta.db_table, ("id",), for_child=True)
     assert len(list(temp_dir.iterdir())) == 1  # until the reader opens it
     spool.close()

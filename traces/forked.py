@@ -2,11 +2,13 @@
 of a large upload another core reads (traces/services/imports.py).
 
 The child inherits the parent's memory and open files, and must leave the parent's
-alone: it touches no database connection (its sockets are the parent's), runs no
-exit handler, finalizes nothing, and leaves by `os._exit` whatever happens. What it
-returns comes back pickled through a pipe.
+alone: it touches no database connection (its sockets are the parent's), calls no C
+library that keeps locks of its own unless the parent ran no other thread (`alone`),
+runs no exit handler, finalizes nothing, and leaves by `os._exit` whatever happens.
+What it returns comes back pickled through a pipe.
 """
 
+import _thread
 import os
 import pickle
 import resource
@@ -26,6 +28,21 @@ class ChildFailed(Exception):
 
 def can_fork() -> bool:
     return hasattr(os, "fork")
+
+
+def alone() -> bool:
+    """Whether this process runs no thread but this one (its main thread). Only then may a
+    child forked now call a C library that keeps locks of its own, such as SQLite's
+    allocator's mutex: another thread of the parent (a threaded server's) could hold one
+    at the fork, and the child would wait for it for ever (attacker and researcher
+    review: gdb saw a part reader in futex_wait under sqlite3Malloc). `_thread._count`
+    counts every thread Python started, those started without `threading` too (execnet's
+    under pytest-xdist); `active_count`, the threads of C code that called into Python."""
+    return (
+        threading.current_thread() is threading.main_thread()
+        and threading.active_count() == 1
+        and _thread._count() == 0
+    )
 
 
 # Held from a pipe's making to the parent's closing of its write end: a child forked by

@@ -6,6 +6,8 @@ import base64
 import io
 import json
 import os
+import sqlite3
+import threading
 
 import pytest
 from django.db import connection
@@ -268,7 +270,7 @@ def attached() -> list[str]:
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("allow_duplicates", [False, True])
 def test_staged_parts_store_what_one_process_stores(
-    org, in_parts, settings, staged_inserts, allow_duplicates, temp_dir
+    org, in_parts, settings, staged_inserts, allow_duplicates, temp_dir, readers_may_stage
 ):
     data = a_file_of_every_case()
     in_parts_result = import_as(org, "parts", data, allow_duplicates=allow_duplicates)
@@ -284,7 +286,9 @@ def test_staged_parts_store_what_one_process_stores(
 
 @sqlite_only
 @pytest.mark.django_db(transaction=True)
-def test_staged_parts_skip_what_the_dataset_has(org, in_parts, settings, staged_inserts):
+def test_staged_parts_skip_what_the_dataset_has(
+    org, in_parts, settings, staged_inserts, readers_may_stage
+):
     data = a_file_of_every_case()
     settings.IMPORT_WORKERS = 1
     import_as(org, "parts", jsonl([chat(50), chat(2), chat(30)]))
@@ -317,4 +321,64 @@ def test_a_staged_part_whose_reader_fails_is_read_again_and_leaves_nothing(
     monkeypatch.undo()
     import_as(org, "whole", data)
     assert stored("parts") == stored("whole")
+    assert list(temp_dir.iterdir()) == [] and attached() == []
+
+
+@sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_readers_forked_beside_another_thread_pickle_their_rows(
+    org, in_parts, settings, staged_inserts, temp_dir
+):
+    """A threaded server's other thread may be inside SQLite (its allocator's mutex held)
+    at the fork: a reader that then called SQLite waited for that mutex for ever, and its
+    part was read again here after two minutes (attacker and researcher review). Beside
+    another thread, the readers pickle their rows; only the importer's own are staged."""
+    stop = threading.Event()
+
+    def other_request() -> None:
+        while not stop.is_set():
+            db = sqlite3.connect(":memory:")
+            db.execute("SELECT 1")
+            db.close()
+
+    other = threading.Thread(target=other_request)
+    other.start()
+    try:
+        assert not forked.alone()
+        data = a_file_of_every_case()
+        in_parts_result = import_as(org, "parts", data)
+    finally:
+        stop.set()
+        other.join()
+    assert len(staged_inserts) == 1  # the importer's own part
+    settings.IMPORT_WORKERS = 1
+    whole_result = import_as(org, "whole", data)
+    assert stored("parts") == stored("whole")
+    assert result_of(in_parts_result) == result_of(whole_result)
+    assert list(temp_dir.iterdir()) == [] and attached() == []
+
+
+@sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_a_part_read_here_after_a_failed_fork_has_no_name_on_disk_meanwhile(
+    org, in_parts, monkeypatch, temp_dir, readers_may_stage
+):
+    """A part whose reader could not be forked is read here once the first part is: its
+    staged database is opened (and unlinked) at once, not left named in the temp dir all
+    that time, where a process killed meanwhile would leave it (attacker review)."""
+    named_while_reading = []
+    read_items = imports._read_items
+
+    def watched(*args, **kwargs):
+        named_while_reading.extend(path.name for path in temp_dir.iterdir())
+        return read_items(*args, **kwargs)
+
+    def no_fork():
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(imports, "_read_items", watched)
+    monkeypatch.setattr(os, "fork", no_fork)
+    result = import_as(org, "nofork", a_file_of_every_case())
+    assert result.traces == 60
+    assert named_while_reading == []
     assert list(temp_dir.iterdir()) == [] and attached() == []

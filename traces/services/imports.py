@@ -1018,6 +1018,7 @@ def _read_parts(
             except OSError as exc:  # no process to be had (the pid limit, memory)
                 logger.warning("no process to read a part of %s, read here: %s", name, exc)
                 child = None
+                part_spool.blocks.open_here()  # here, now: no name left on disk meanwhile
             readers.append((part, part_spool, child))
         stream.seek(0)
         shown = _WholeFileProgress(progress, parts)
