@@ -1,10 +1,14 @@
 """traces/services/blocks.py: appends through the API, one block or a batch."""
 
-from django.db import connection
+import threading
+import time
+
+import pytest
+from django.db import connection, connections, transaction
 from django.test.utils import CaptureQueriesContext
 
-from traces.models import Block
-from traces.services.blocks import BlockInput, blocks_create_batch
+from traces.models import Block, Trace
+from traces.services.blocks import BlockInput, block_create, blocks_create_batch
 from traces.services.traces import trace_create
 
 
@@ -36,3 +40,62 @@ def test_a_batch_looks_up_no_acts_of_the_turns_it_makes(org):
     assert queries_of_a_batch(org, 2) == queries_of_a_batch(org, 20)
     acts = list(Block.objects.filter(sub_type="TOOL_CALL").values_list("act", flat=True))
     assert acts == [1] * 22
+
+
+def waiting_for_a_lock() -> int:
+    """How many other sessions wait for a lock (this test's own connection asks)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_locks WHERE NOT granted")
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_parent_written_while_the_append_waited_for_the_lock_is_found(org):
+    """The one-block append reads its parent in the statement that takes the trace's
+    lock; on PostgreSQL that statement sees the parent as it was when it began, not as
+    the lock's holder left it (attacker review). Here the holder writes the parent and
+    the append that names it starts before the holder commits: it was refused as a
+    parent the trace does not have. (A holder that moves a parent, OpenTelemetry's
+    placing again, left the block placed by the parent's old turn the same way.)"""
+    trace = trace_create(organization=org, dataset=None, name="race", metadata={})
+    parent_written, commit = threading.Event(), threading.Event()
+    outcome: dict[str, object] = {}
+
+    def holder() -> None:
+        try:
+            with transaction.atomic():
+                outcome["parent"] = block_create(trace=trace, block=BlockInput(
+                    sub_type="MESSAGE", payload={"role": "assistant", "content": "calling"},
+                ))["id"]  # fmt: skip
+                parent_written.set()
+                commit.wait(30)
+        finally:
+            connections.close_all()
+
+    def child() -> None:
+        try:
+            outcome["child"] = block_create(trace=trace, block=BlockInput(
+                sub_type="TOOL_CALL", parent_block_id=outcome["parent"],
+                payload={"call_id": "c1", "name": "look", "arguments": {}},
+            ))  # fmt: skip
+        except Exception as exc:  # the outcome the test looks at
+            outcome["child"] = exc
+        finally:
+            connections.close_all()
+
+    first = threading.Thread(target=holder)
+    first.start()
+    assert parent_written.wait(30)
+    second = threading.Thread(target=child)
+    second.start()
+    deadline = time.monotonic() + 30
+    while not waiting_for_a_lock() and time.monotonic() < deadline:
+        time.sleep(0.02)  # until the append's statement waits for the trace's lock
+    assert waiting_for_a_lock() == 1
+    commit.set()
+    first.join(30)
+    second.join(30)
+    assert not isinstance(outcome["child"], Exception), outcome["child"]
+    assert outcome["child"]["parent_block_id"] == outcome["parent"]
+    assert Trace.objects.get(pk=trace.pk).block_count == 2

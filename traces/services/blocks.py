@@ -87,17 +87,21 @@ def _parent_found(
     return ParentInfo(id=parent_block_id, sub_type=row[0], call_id=row[1]), Place(row[2], row[3])
 
 
+def _parent_row(trace_id: str, parent_block_id: str | None) -> tuple | None:
+    """The parent's (sub_type, call_id, turn, act), None when the trace has no such block."""
+    if parent_block_id is None or NUL in parent_block_id:
+        return None
+    # [:1], not first(): no ORDER BY for a key looked up.
+    found = Block.objects.filter(trace_id=trace_id, id=parent_block_id).values_list(
+        "sub_type", "call_id", "turn", "act"
+    )[:1]
+    return next(iter(found), None)
+
+
 def _parent_of(trace: Trace, parent_block_id: Any) -> tuple[ParentInfo | None, Place]:
     """The parent a block names, and its place in the stitched order."""
     parent_block_id = _parent_id_checked(parent_block_id)
-    row = None
-    if parent_block_id is not None and NUL not in parent_block_id:
-        # [:1], not first(): no ORDER BY for a key looked up.
-        found = Block.objects.filter(trace=trace, id=parent_block_id).values_list(
-            "sub_type", "call_id", "turn", "act"
-        )[:1]
-        row = next(iter(found), None)
-    return _parent_found(parent_block_id, row)
+    return _parent_found(parent_block_id, _parent_row(trace.pk, parent_block_id))
 
 
 class _Appending:
@@ -107,8 +111,8 @@ class _Appending:
     def __init__(self, trace: Trace, parent_block_id: str | None = None) -> None:
         """`parent_block_id`: the parent one block names, read in the statement that
         takes the lock (`parent_row`): a one-block append makes one round trip fewer.
-        It is read as the statement began: a parent deleted by the lock's holder meanwhile
-        is refused by the deferred key check at the commit (`block_create`)."""
+        That statement reads it as it began; if the trace changed while it waited for the
+        lock, it is read again (`_locked_trace`)."""
         self.trace = trace
         found = _locked_trace(trace.pk, parent_block_id)
         if found is None:  # deleted since the request found it
@@ -144,23 +148,39 @@ class _Appending:
 def _locked_trace(trace_id: str, parent_block_id: str | None) -> tuple | None:
     """(block_count, block_counts, and the parent's sub_type, call_id, turn, act, None
     when it has no such block) of the trace, its row locked FOR UPDATE; None when it is
-    gone."""
+    gone. The parent as it is under the lock: on PostgreSQL the statement that waited for
+    the lock returns the trace row as the lock's holder left it, but the parent's as it
+    was when the statement began; so when the trace row changed meanwhile (every writer
+    of its blocks writes it: an append, OpenTelemetry's placing again), the parent is
+    read again. Else a parent that holder wrote was not found, or one it moved placed
+    the block by where it had been (attacker review)."""
     trace_table, block_table = Trace._meta.db_table, Block._meta.db_table
-    if parent_block_id is not None and NUL in parent_block_id:
-        parent_block_id = None  # names no block: looked up as none, refused by the caller
-    # SQLite has no row locks: its transactions here are IMMEDIATE, one writer at a time.
-    lock = " FOR UPDATE OF t" if connection.features.has_select_for_update_of else ""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT t.block_count, t.block_counts, p.sub_type, p.call_id, p.turn, p.act "
-            f"FROM {trace_table} t LEFT JOIN {block_table} p "
-            f"ON p.trace_id = t.id AND p.id = %s WHERE t.id = %s{lock}",
-            [parent_block_id, trace_id],
+    wanted = None if parent_block_id is None or NUL in parent_block_id else parent_block_id
+    if connection.features.has_select_for_update_of:
+        # t0: the trace row as the statement began, which the lock leaves as it was.
+        sql = (
+            f"SELECT t.block_count, t.block_counts, p.sub_type, p.call_id, p.turn, p.act, "
+            f"t.xmin = t0.xmin FROM {trace_table} t JOIN {trace_table} t0 ON t0.id = t.id "
+            f"LEFT JOIN {block_table} p ON p.trace_id = t.id AND p.id = %s "
+            f"WHERE t.id = %s FOR UPDATE OF t"
         )
+    else:  # SQLite: no row locks; its transactions here are IMMEDIATE, one writer at a time
+        sql = (
+            f"SELECT t.block_count, t.block_counts, p.sub_type, p.call_id, p.turn, p.act, 1 "
+            f"FROM {trace_table} t LEFT JOIN {block_table} p "
+            f"ON p.trace_id = t.id AND p.id = %s WHERE t.id = %s"
+        )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [wanted, trace_id])
         row = cursor.fetchone()
-    if row is not None and isinstance(row[1], str):  # SQLite: the JSON as its text
-        row = (row[0], jsontext.loads(row[1]), *row[2:])
-    return row
+    if row is None:
+        return None
+    *row, unchanged = row
+    if not unchanged and wanted is not None:
+        row[2:] = _parent_row(trace_id, wanted) or (None, None, None, None)
+    if isinstance(row[1], str):  # SQLite: the JSON as its text
+        row[1] = jsontext.loads(row[1])
+    return tuple(row)
 
 
 @dataclass
@@ -241,9 +261,9 @@ def _tuples(rows: list[_NewRow], trace: Trace, stamp: Any) -> list[tuple]:
 def block_create(
     *, trace: Trace, block: BlockInput, limits: Limits | None = None
 ) -> dict[str, Any]:
-    """Append one block; returns it as the API shows it. Its parent is read with the
-    trace's lock (`_Appending`); one deleted while the append waited for the lock fails
-    the key check at the commit, and is refused as one the trace does not have."""
+    """Append one block; returns it as the API shows it. Its parent is read under the
+    trace's lock (`_Appending`); one deleted by a writer that does not take that lock
+    fails the key check at the commit, and is refused as one the trace does not have."""
     limits = limits or Limits.from_settings()
     parent_id = _parent_id_checked(block.parent_block_id)
     row = None
