@@ -30,35 +30,59 @@ def _encode(value: int) -> str:
 # in one millisecond, a bulk import's: they count up) and need only their last four
 # (a fifth of the time of a whole `_encode`, which an import paid for every block).
 _TAIL_BITS = 20
-_head_value = -1
-_head = ""
 
 
-def _encode_next(value: int) -> str:
-    global _head_value, _head
+class _Head:
+    """The last id's head, as `_encode_next` keeps it: the clock's (under `_lock`), and
+    each pinned thread's own (`_Pin`)."""
+
+    value = -1
+    text = ""
+
+
+_clock_head = _Head()
+
+
+def _encode_next(value: int, head: _Head) -> str:
     high = value >> _TAIL_BITS
-    if high != _head_value:
-        _head_value, _head = high, _encode(value)[:-4]
-    return _head + _PAIRS[(value >> 10) & 1023] + _PAIRS[value & 1023]
+    if high != head.value:
+        head.value, head.text = high, _encode(value)[:-4]
+    return head.text + _PAIRS[(value >> 10) & 1023] + _PAIRS[value & 1023]
 
 
-# While pinned (`pin`), ids stay in one millisecond and count up from a range of the
-# counter: the processes that read the parts of one file each count in their own range,
-# the first part's lowest, so that the file's traces sort in file order whichever process
-# read them. A range holds 2**76 ids: sixteen parts at most.
+# While pinned (`pin`), the ids a thread makes stay in one millisecond and count up from
+# a range of the counter: the processes that read the parts of one file each count in
+# their own range, the first part's lowest, so that the file's traces sort in file order
+# whichever process read them. A range holds 2**76 ids: sixteen parts at most. The pin is
+# the thread's own (a threaded server imports two uploads at once: with one pin for the
+# process, the import that unpinned first moved the other's counter into the range of
+# one of its parts, whose reader made the same ids: researcher review), and its
+# millisecond is the import's alone (`pin_ms`).
 PART_SPAN = 1 << 76
 MAX_PARTS = 1 << (_RANDOM_BITS - 76)
-_pins = 0
+_RANDOM_MAX = (1 << _RANDOM_BITS) - 1
+
+
+class _Pin(threading.local):
+    value = -1  # its head (`_Head`)
+    text = ""
+    depth = 0  # pins not yet unpinned
+    ms = 0
+    random = 0
+
+
+_pin = _Pin()
 
 
 def new_id(prefix: str) -> str:
     global _last_ms, _last_random
+    pinned = _pin
+    if pinned.depth:  # this thread's alone: no lock
+        pinned.random += 1
+        return f"{prefix}_{_encode_next((pinned.ms << _RANDOM_BITS) | pinned.random, pinned)}"
     with _lock:
         now_ms = time.time_ns() // 1_000_000
-        if _pins:
-            now_ms = _last_ms
-            _last_random += 1
-        elif now_ms <= _last_ms:
+        if now_ms <= _last_ms:
             # Same (or an earlier, if the clock stepped back) millisecond: count up.
             now_ms = _last_ms
             _last_random += 1
@@ -69,33 +93,35 @@ def new_id(prefix: str) -> str:
             # Keep headroom so counting up within a millisecond never overflows.
             _last_random = int.from_bytes(os.urandom(10), "big") >> 2
         _last_ms = now_ms
-        return f"{prefix}_{_encode_next((now_ms << _RANDOM_BITS) | _last_random)}"
+        return f"{prefix}_{_encode_next((now_ms << _RANDOM_BITS) | _last_random, _clock_head)}"
 
 
 def pin_ms() -> int:
-    """A millisecond for `pin`: after every id made so far in this process."""
+    """A millisecond for `pin`, after every id made so far in this process, and taken
+    whole: the ids made unpinned after it, by any thread, and the next `pin_ms`, come
+    after it."""
+    global _last_ms, _last_random
     with _lock:
-        return max(time.time_ns() // 1_000_000, _last_ms + 1)
+        ms = max(time.time_ns() // 1_000_000, _last_ms + 1)
+        _last_ms, _last_random = ms, _RANDOM_MAX
+        return ms
 
 
 def pin(*, ms: int, part: int) -> None:
-    """From now on, ids of millisecond `ms` counting up from the start of the `part`-th
-    range (0 <= part < MAX_PARTS), until `unpin`."""
-    global _pins, _last_ms, _last_random
+    """From now on, the ids this thread makes are of millisecond `ms` (from `pin_ms`),
+    counting up from the start of the `part`-th range (0 <= part < MAX_PARTS), until
+    `unpin`."""
     if not 0 <= part < MAX_PARTS:
         raise ValueError(f"part must be 0 to {MAX_PARTS - 1}")
-    with _lock:
-        _pins += 1
-        _last_ms, _last_random = ms, part * PART_SPAN
+    _pin.depth += 1
+    _pin.ms, _pin.random = ms, part * PART_SPAN
 
 
 def unpin(*, parts: int) -> None:
-    """Back to the clock; should it not have moved past the pinned millisecond, counting
-    on above the ranges of all `parts`."""
-    global _pins, _last_random
-    with _lock:
-        _pins = max(0, _pins - 1)
-        _last_random = max(_last_random, min(parts, MAX_PARTS) * PART_SPAN - 1)
+    """One pin fewer: still pinned, this thread counts on above the ranges of all
+    `parts`; else back to the clock, whose ids come after the pinned millisecond."""
+    _pin.depth = max(0, _pin.depth - 1)
+    _pin.random = max(_pin.random, min(parts, MAX_PARTS) * PART_SPAN - 1)
 
 
 def _after_fork_in_child() -> None:
@@ -103,10 +129,10 @@ def _after_fork_in_child() -> None:
     own, never on from its parent's: in the millisecond of the fork both would make the
     same ids, and it is not pinned (`pin`) until it says so. Its lock is new too
     (another thread may have held the parent's)."""
-    global _lock, _last_ms, _pins
+    global _lock, _last_ms
     _lock = threading.Lock()
     _last_ms = -1
-    _pins = 0
+    _pin.depth = 0
 
 
 if hasattr(os, "register_at_fork"):
