@@ -294,7 +294,35 @@ def _write(
     Their created_at is taken under the lock, so that the order of creation is the order
     of the places. Returns it."""
     with transaction.atomic():
-        return _write_locked(_Appending(trace), rows, values, parents)
+        appending = _Appending(trace)
+        return _write_locked(appending, rows, values, _parents_now(trace, rows, parents))
+
+
+def _parents_now(
+    trace: Trace, rows: list[_NewRow], parents: dict[str, tuple[ParentInfo | None, Place]]
+) -> dict[str, tuple[ParentInfo | None, Place]]:
+    """The places of the parents the batch names outside itself, read again under the
+    trace's lock, in one query: they were read before it, and the lock's holder may have
+    moved one (OpenTelemetry's placing again) or deleted it (a stand-in message): the
+    block went under the parent's old turn, or the batch failed with a 500 at the commit
+    (attacker review). One that is gone is refused as one the trace does not have."""
+    ours = {row.id for row in rows}
+    outside = {
+        parent.id for parent, _ in parents.values() if parent and parent.id not in ours
+    }
+    if not outside:
+        return parents
+    found = Block.objects.filter(trace=trace, id__in=outside).values_list("id", "turn", "act")
+    places = {block_id: Place(turn, act) for block_id, turn, act in found}
+    now = {}
+    for index, row in enumerate(rows):
+        parent, place = parents[row.id]
+        if parent is not None and parent.id in outside:
+            if parent.id not in places:
+                raise _with_index(_parent_missing(parent.id), index)
+            place = places[parent.id]
+        now[row.id] = (parent, place)
+    return now
 
 
 def _write_locked(
@@ -418,9 +446,23 @@ def blocks_create_batch(
     try:
         now = _write(trace, rows, tuples, parents)
     except IntegrityError as exc:
+        if PARENT_RULE in str(exc):  # a parent deleted by a writer without the lock
+            raise _first_parent_gone(trace, rows) from None
         # A concurrent writer committed the same key in between: say which block lost.
         raise _first_duplicate(trace, rows) or _duplicate_error(exc, rows[0].valid()) from None
     return [row.as_output(trace.pk, now) for row in rows]
+
+
+def _first_parent_gone(trace: Trace, rows: list[_NewRow]) -> TraceStoreError:
+    """The first block of the batch whose parent, outside the batch, the trace no longer
+    has, as its error with its index."""
+    ours = {row.id for row in rows}
+    named = {row.parent_id for row in rows if row.parent_id and row.parent_id not in ours}
+    there = set(Block.objects.filter(trace=trace, id__in=named).values_list("id", flat=True))
+    for index, row in enumerate(rows):
+        if row.parent_id in named and row.parent_id not in there:
+            return _with_index(_parent_missing(row.parent_id), index)
+    return _parent_missing(next(iter(named), ""))
 
 
 def trace_order_refill(*, trace: Trace) -> None:
