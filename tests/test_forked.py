@@ -6,7 +6,7 @@ from pathlib import Path
 
 # Run in a process of its own: this one has pytest-xdist's thread beside it.
 PROBE = """
-import _thread, threading
+import _thread, threading, time
 from traces import forked
 print(forked.alone())
 stop = threading.Event()
@@ -15,6 +15,10 @@ other.start()
 print(forked.alone())
 stop.set()
 other.join()
+for _ in range(200):  # the OS thread ends a moment after join returns
+    if forked.alone():
+        break
+    time.sleep(0.01)
 print(forked.alone())
 ran = threading.Event()
 _thread.start_new_thread(lambda: (ran.set(), stop.clear(), stop.wait()), ())

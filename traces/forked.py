@@ -35,14 +35,17 @@ def alone() -> bool:
     child forked now call a C library that keeps locks of its own, such as SQLite's
     allocator's mutex: another thread of the parent (a threaded server's) could hold one
     at the fork, and the child would wait for it for ever (attacker and researcher
-    review: gdb saw a part reader in futex_wait under sqlite3Malloc). `_thread._count`
-    counts every thread Python started, those started without `threading` too (execnet's
-    under pytest-xdist); `active_count`, the threads of C code that called into Python."""
-    return (
-        threading.current_thread() is threading.main_thread()
-        and threading.active_count() == 1
-        and _thread._count() == 0
-    )
+    review: gdb saw a part reader in futex_wait under sqlite3Malloc). Linux lists every
+    thread of the process in /proc/self/task, those C code started without telling
+    Python too; elsewhere `_thread._count` counts every thread Python started (those
+    started without `threading` too, execnet's under pytest-xdist), `active_count` those
+    of C code that asked `threading` which thread they are."""
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:  # no /proc
+        return threading.active_count() == 1 and _thread._count() == 0
 
 
 # Held from a pipe's making to the parent's closing of its write end: a child forked by

@@ -68,3 +68,18 @@ def test_its_progress_says_when_every_byte_is_read_and_the_write_runs():
     advance(40)
     assert bar.n == 100 and bar.desc == "read; writing"
     bar.close()
+
+
+@pytest.mark.django_db
+def test_it_starts_no_thread_of_its_own(tmp_path):
+    """tqdm starts a monitor thread for every bar, even one not shown; beside it, the
+    import's part readers would not stage their rows with SQLite (traces/forked.py
+    `alone`: attacker review)."""
+    import threading
+
+    call_command(
+        "import_traces", str(FIXTURES / "spec000_full_trace.json"), "--dataset", "mine",
+        "--org", "acme", "--no-progress", stdout=StringIO(),
+    )  # fmt: skip
+    started = [t for t in threading.enumerate() if type(t).__module__.startswith("tqdm")]
+    assert started == []

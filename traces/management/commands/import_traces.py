@@ -59,6 +59,10 @@ class Command(BaseCommand):
             raise CommandError(f"not a file: {', '.join(missing)}")
         total = sum(p.stat().st_size for p in paths)
         show = not no_progress and sys.stderr.isatty()
+        # No monitor thread (tqdm starts one for every bar, even one not shown): the
+        # import's part readers write their rows with SQLite only when forked from a
+        # process without another thread (traces/forked.py `alone`; attacker review).
+        tqdm.monitor_interval = 0
         bar = tqdm(total=total, unit="B", unit_scale=True, disable=not show, file=sys.stderr)
         if org is None:
             org = DEFAULT_ORG
