@@ -10,7 +10,7 @@ from explorer.render.text import visible_text
 from traces.selectors.search import SearchHit
 
 _JSON_KEY = re.compile(r'(?<!\\)"?\s*[{,]?\s*"[A-Za-z_][\w-]{0,40}"\s*:\s*"?')
-_JSON_PUNCTUATION = re.compile(r'"\s*[,}\]]+\s*|[{\[]\s*"?')
+_JSON_PUNCTUATION = re.compile(r'(?<!\\)"\s*[,}\]]+\s*|[{\[]\s*"?')
 # The end of a key the piece was cut in: `tent":"` of "content".
 _CUT_KEY = re.compile(r'^[\w-]{0,40}"\s*:\s*"?')
 
