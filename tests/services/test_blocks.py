@@ -44,9 +44,14 @@ def test_a_batch_looks_up_no_acts_of_the_turns_it_makes(org):
 
 
 def waiting_for_a_lock() -> int:
-    """How many other sessions wait for a lock (this test's own connection asks)."""
+    """How many sessions of this test's database wait for a lock. (pg_locks is the whole
+    server's: the other test worker's waits were counted too, and a row lock's wait names
+    no database.)"""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_locks WHERE NOT granted")
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        )
         return cursor.fetchone()[0]
 
 
