@@ -95,3 +95,23 @@ def test_a_stitched_page_out_of_range_is_a_422(api):
         response = api.get(f"{BASE}/traces/{trace}/blocks.stitched?{query}")
         assert response.status_code == 422
         assert error_of(response)["details"] == {"field": field, "rule": rule}
+
+
+def test_stitched_answers_carry_non_ascii_text_as_written(api):
+    """The tree's JSON is sent as the database holds it (bytes on SQLite, not decoded and
+    encoded again): text beyond ASCII arrives as it was written, whole and a page at a time."""
+    trace = post_json(api, f"{BASE}/traces", {"name": "unicode"}).json()["id"]
+    content = 'déjà 東京 ✓ \U0001f600 \u2028 "quoted" \\ back\\slash \t tab'
+    written = post_json(
+        api,
+        f"{BASE}/traces/{trace}/blocks",
+        {"sub_type": "MESSAGE", "payload": {"role": "user", "content": content},
+         "extra": {"ключ": "値"}},
+    )  # fmt: skip
+    assert written.status_code == 201, written.content
+    for query in ("", "?limit=1"):
+        answer = api.get(f"{BASE}/traces/{trace}/blocks.stitched{query}")
+        [message] = answer.json()["messages"]
+        assert message["payload"]["content"] == content
+        assert message["extra"] == {"ключ": "値"}
+        assert message["created_at"] == written.json()["created_at"]

@@ -73,11 +73,13 @@ def _node_maker(decode: bool | str) -> Callable[[tuple], dict[str, Any]]:
             return StoredJson(text)
         return orjson.loads(text) if decode else orjson.Fragment(text)
 
+    zone = connection.timezone  # once: `connection` is a thread's, looked up at each use
+
     def aware(value: Any) -> Any:
         # A raw cursor's date on SQLite is naive, in the connection's time zone.
         if value is None or value.tzinfo is not None:
             return value
-        return value.replace(tzinfo=connection.timezone)
+        return value.replace(tzinfo=zone)
 
     def make(row: tuple) -> dict[str, Any]:
         return block_dict((*row[:5], *map(json_value, row[5:9]), aware(row[9]), aware(row[10])))
@@ -137,23 +139,38 @@ _PAGE_JSON = ("metadata", "extra")
 _PAGE_COLUMNS = (*_PAGE_FIELDS, *_PAGE_JSON, *PLACE_FIELDS, "is_error", "rendered")
 
 
-# What blocks.stitched and the exports read of every block: all of it, and its place.
+# What blocks.stitched reads of every block: all of it, and its place.
 _TREE_COLUMNS = (*BLOCK_FIELDS, *PLACE_FIELDS, "is_error")
+_JSON_COLUMNS = frozenset(_TEXT_COLUMNS)
 
 
 def _ordered_rows(
-    trace: Trace, columns: tuple[str, ...], turn: int, act: int, batch: int
+    trace: Trace,
+    columns: tuple[str, ...],
+    turn: int,
+    act: int,
+    batch: int,
+    turn_below: int | None = None,
+    as_bytes: frozenset[str] = frozenset(),
 ) -> Iterator[tuple]:
-    """The `columns` of the blocks from (turn, act) on, in stitched order, `batch` rows a
-    fetch (a server-side cursor on PostgreSQL); JSON columns as their text."""
+    """The `columns` of the blocks from (turn, act) on (to the turn `turn_below`, when
+    given), in stitched order, `batch` rows a fetch (a server-side cursor on PostgreSQL);
+    JSON columns as their text, those named in `as_bytes` as its UTF-8 bytes on SQLite."""
     qn = connection.ops.quote_name
+    select = [
+        f"CAST({qn(c)} AS BLOB)" if c in as_bytes and connection.vendor == "sqlite" else qn(c)
+        for c in columns
+    ]
     where = f"{qn('trace_id')} = %s AND {qn('turn')} >= %s"
     params: list[Any] = [trace.pk, turn]
+    if turn_below is not None:
+        where += f" AND {qn('turn')} < %s"
+        params.append(turn_below)
     if act:
         where += f" AND NOT ({qn('turn')} = %s AND {qn('act')} < %s)"
         params += [turn, act]
     sql = (
-        f"SELECT {', '.join(map(qn, columns))} FROM {qn(Block._meta.db_table)} "
+        f"SELECT {', '.join(select)} FROM {qn(Block._meta.db_table)} "
         f"WHERE {where} ORDER BY {', '.join(map(qn, STITCHED_ORDER))}"
     )
     with connection.chunked_cursor() as cursor:
@@ -248,9 +265,12 @@ def trace_blocks_from(
     decode: bool | str = False,
     batch: int = 32,
     drawn: Callable[[dict[str, Any]], bool] | None = None,
+    turn_below: int | None = None,
 ) -> Iterator[tuple[dict[str, Any], tuple[int, int, int, int]]]:
-    """The trace's blocks in stitched order from the place (turn, act) on, orphans aside,
-    each with its (turn, act, step, number); one range query on block_stitched_order,
+    """The trace's blocks in stitched order from the place (turn, act) on (to the turn
+    `turn_below`, when given: a caller that knows where it stops reads no row past it),
+    orphans aside, each with its (turn, act, step, number); one range query on
+    block_stitched_order,
     read `batch` rows at a time as the caller consumes them, so a caller that stops after
     a page's worth has read only that (a server-side cursor on PostgreSQL). The caller
     closes the iterator when it stops (that ends its transaction).
@@ -271,7 +291,7 @@ def trace_blocks_from(
             with connection.cursor() as cursor:
                 cursor.execute(f"SET LOCAL cursor_tuple_fraction = {CURSOR_FRACTION}")
         if drawn is not None:
-            stream = _ordered_rows(trace, _PAGE_COLUMNS, turn, act, batch)
+            stream = _ordered_rows(trace, _PAGE_COLUMNS, turn, act, batch, turn_below)
             try:
                 yield from _page_nodes(trace, stream, drawn, batch)
             finally:
@@ -280,7 +300,10 @@ def trace_blocks_from(
         # Plain SQL too: the ORM's converters (its dates, parsed and made aware a field at
         # a time) cost more than reading the rows (blocks.stitched's first page: ~40%).
         make = _node_maker(decode)
-        stream = _ordered_rows(trace, _TREE_COLUMNS, turn, act, batch)
+        # The API embeds the JSON as it is (orjson.Fragment): as bytes, SQLite's text is
+        # neither decoded into str nor encoded back (~1 ms a MB of non-ASCII text).
+        as_bytes = frozenset() if decode == "lazy" else _JSON_COLUMNS
+        stream = _ordered_rows(trace, _TREE_COLUMNS, turn, act, batch, turn_below, as_bytes)
         try:
             for row in stream:
                 node = make(row[:11])
@@ -303,6 +326,7 @@ def trace_items_from(
     numbered: bool = False,
     batch: int = 32,
     drawn: Callable[[dict[str, Any]], bool] | None = None,
+    turn_below: int | None = None,
 ) -> Iterator[Item]:
     """The stitched tree from (turn, act) on, a message or an act at a time: a message
     (its `children` filled by the acts that follow it), or a think or call with its
@@ -312,8 +336,9 @@ def trace_items_from(
     message_turn = -1
     leaves = {k.sub_type for k in kinds.KINDS if not kinds.children_of(k.sub_type)}
     stream = trace_blocks_from(
-        trace=trace, turn=turn, act=act, decode=decode, batch=batch, drawn=drawn
-    )
+        trace=trace, turn=turn, act=act, decode=decode, batch=batch, drawn=drawn,
+        turn_below=turn_below,
+    )  # fmt: skip
     try:
         for node, (at_turn, at_act, step, number) in stream:
             if numbered:
@@ -357,13 +382,10 @@ def _messages(
 ) -> list[dict[str, Any]]:
     """The messages from `after` (`rows` of them, or all), each with its children."""
     messages: list[dict[str, Any]] = []
-    items = trace_items_from(
-        trace=trace, turn=after, decode=decode, batch=200 if rows is not None else 2000
-    )
+    end = None if rows is None else after + rows
+    items = trace_items_from(trace=trace, turn=after, decode=decode, batch=2000, turn_below=end)
     try:
-        for turn, act, node in items:
-            if rows is not None and turn >= after + rows:
-                break
+        for _turn, act, node in items:
             if act == 0:
                 messages.append(node)
     finally:
