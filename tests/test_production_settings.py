@@ -133,6 +133,19 @@ def test_check_deploy_warns_without_https():
 # --- gunicorn.conf.py -------------------------------------------------------------------
 
 
+def test_the_served_application_keeps_what_it_loaded_out_of_the_collector():
+    """explorer/wsgi.py freezes what the server loaded (every view included), so that a
+    full collection during a request walks only what requests made."""
+    code = (
+        "import gc, sys; import explorer.wsgi; "
+        "print(gc.get_freeze_count(), 'traces.api.blocks' in sys.modules)"
+    )
+    result = run(["-c", code], **PRODUCTION)
+    assert result.returncode == 0, result.stderr
+    frozen, views_loaded = result.stdout.split()
+    assert int(frozen) > 10_000 and views_loaded == "True"
+
+
 def test_gunicorn_is_sized_from_the_cores(monkeypatch):
     monkeypatch.delenv("WEB_CONCURRENCY", raising=False)
     monkeypatch.delenv("GUNICORN_THREADS", raising=False)
