@@ -1,5 +1,7 @@
 """Rules the database itself holds, so that no way in and no race can break them."""
 
+import re
+
 import pytest
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
@@ -126,6 +128,27 @@ def test_postgresql_keeps_the_block_keys_in_deferred_triggers_alone():
         ("traces_trace", "block_trace_exists_move", True, True),
     ]
     assert len(indexes) == 1
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_postgresql_key_checks_find_a_block_by_its_id_alone_and_children_by_their_parent():
+    """Migration 0024: a check's lookup names one key column, so that no plan its session
+    keeps can walk the trace's index instead (planned before any statistics, `id = ... AND
+    trace_id = ...` walked every block of the trace for each block checked)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT proname, prosrc FROM pg_proc WHERE proname IN ("
+            "'traces_block_parent_check', 'traces_block_children_check', "
+            "'traces_block_trace_check')"
+        )
+        sources = dict(cursor.fetchall())
+    assert len(sources) == 3
+    for name, source in sources.items():
+        lookups = re.findall(r"FROM traces_block \w+ WHERE ([^;]*?)(?:;|\s+FOR |\s+LOOP)", source)
+        assert lookups, name
+        for where in lookups:
+            assert " AND " not in where, (name, where)
 
 
 def checked(fn):
