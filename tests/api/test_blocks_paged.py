@@ -91,10 +91,22 @@ def test_a_stitched_page_out_of_range_is_a_422(api):
         ("limit=1001", "limit", "range"),
         ("limit=x", "limit", "integer"),
         ("cursor=-1", "cursor", "range"),
+        ("limit=1&cursor=9223372036854775807", "cursor", "range"),
+        ("cursor=9223372036854775000", "cursor", "range"),
+        (f"cursor={'9' * 4300}", "cursor", "range"),
+        ("limit=0&cursor=9223372036854775807", "cursor", "range"),
     ):
         response = api.get(f"{BASE}/traces/{trace}/blocks.stitched?{query}")
         assert response.status_code == 422
         assert error_of(response)["details"] == {"field": field, "rule": rule}
+
+
+def test_a_stitched_page_past_the_last_message_is_empty(api):
+    trace = built_trace(api)
+    for cursor in (3, 2**53):
+        response = api.get(f"{BASE}/traces/{trace}/blocks.stitched?limit=5&cursor={cursor}")
+        assert response.status_code == 200, response.content
+        assert response.json()["messages"] == [] and response.json()["next_cursor"] is None
 
 
 def test_stitched_answers_carry_non_ascii_text_as_written(api):

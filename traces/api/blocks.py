@@ -29,6 +29,9 @@ from traces.services.blocks import BATCH_MAX, BlockInput, block_create, blocks_c
 from traces.validation import IMMUTABLE_BLOCK_FIELDS
 
 STITCHED_MOST = 1000  # messages a page of blocks.stitched holds at most
+# Past any trace's messages, and small enough that a page's end is still a 64-bit integer
+# for the database (a larger cursor was a 500).
+STITCHED_CURSOR_MOST = 2**53
 BLOCK_KEYS = {"sub_type", "block_type", "parent_block_id", "payload", "raw", "extra"}
 
 
@@ -187,11 +190,12 @@ class BlockStitchedApi(OrgApi):
             return Response(trace_tree_get(trace=trace))  # spec/004's answer, whole
         limit = _int(request.GET.get("limit"), STITCHED_MOST, "limit")
         after = _int(request.GET.get("cursor"), 0, "cursor")
-        if not 1 <= limit <= STITCHED_MOST or after < 0:
+        if not 0 <= after <= STITCHED_CURSOR_MOST or not 1 <= limit <= STITCHED_MOST:
             raise ValidationFailed(
                 f"limit must be 1 to {STITCHED_MOST} and cursor a next_cursor this API gave",
-                {"field": "limit" if after >= 0 else "cursor", "rule": "range"},
-            )
+                {"field": "limit" if 0 <= after <= STITCHED_CURSOR_MOST else "cursor",
+                 "rule": "range"},
+            )  # fmt: skip
         return Response(trace_tree_page(trace=trace, after=after, rows=limit))
 
 
