@@ -96,7 +96,7 @@ def test_it_requires_exactly_one_of_output_and_delta():
     )
 
 
-@pytest.mark.parametrize("seq", [-1, 1.5, "1", True])
+@pytest.mark.parametrize("seq", [-1, 1.5, "1", True, 2**63, 2**64 - 1])
 def test_it_requires_seq_to_be_a_non_negative_integer(seq):
     payload = {"call_id": "c1", "delta": "a", "seq": seq}
     assert details_of(ValidationFailed, "TOOL_RESULT", payload, CALL)["field"] == "payload.seq"

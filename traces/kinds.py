@@ -53,6 +53,9 @@ CALL_ID_MAX = 256
 _TOOL_NAME_FORBIDDEN = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
 
 
+SEQ_MAX = 2**63 - 1  # a tool result's payload.seq, stored as a 64-bit integer
+
+
 def _short_text(payload: dict[str, Any], key: str, limit: int) -> str:
     """payload[key]: a non-empty string of at most `limit` characters."""
     value, field_name = payload.get(key), f"payload.{key}"
@@ -185,9 +188,14 @@ def _tool_result(payload: dict, given: CheckInput) -> ValidBlock:
             "exactly_one_of",
         )
     seq = payload.get("seq")
-    if seq is not None and (isinstance(seq, bool) or not isinstance(seq, int) or seq < 0):
+    # At most the largest 64-bit signed integer: the column's (a larger one was a 500).
+    if seq is not None and (
+        isinstance(seq, bool) or not isinstance(seq, int) or not 0 <= seq <= SEQ_MAX
+    ):
         raise fail(
-            "payload.seq must be a non-negative integer", "payload.seq", "non_negative_integer"
+            f"payload.seq must be a non-negative integer of at most {SEQ_MAX}",
+            "payload.seq",
+            "non_negative_integer",
         )
     key = present[0]
     check_size(

@@ -179,3 +179,24 @@ def test_extra_that_is_not_an_object_is_refused(api):
     assert response.status_code == 422
     assert error_of(response)["details"] == {"field": "extra", "rule": "json_object"}
     assert api.get(f"{BASE}/traces/{trace}/blocks").json()["blocks"] == []
+
+
+def test_a_result_seq_past_64_bits_is_a_422_on_both_ways_in(api):
+    trace = make_trace(api)
+    message = post_json(api, f"{BASE}/traces/{trace}/blocks", msg()).json()
+    call = post_json(api, f"{BASE}/traces/{trace}/blocks", {
+        "sub_type": "TOOL_CALL", "parent_block_id": message["id"],
+        "payload": {"call_id": "c", "name": "f", "arguments": {}},
+    }).json()  # fmt: skip
+    result = {
+        "sub_type": "TOOL_RESULT",
+        "parent_block_id": call["id"],
+        "payload": {"call_id": "c", "output": "o", "seq": 2**63},
+    }
+    one = post_json(api, f"{BASE}/traces/{trace}/blocks", result)
+    batch = post_json(api, f"{BASE}/traces/{trace}/blocks:batch", {"blocks": [result]})
+    for response in (one, batch):
+        assert response.status_code == 422, response.content
+        assert error_of(response)["details"]["field"] == "payload.seq"
+    kept = {**result, "payload": {**result["payload"], "seq": 2**63 - 1}}
+    assert post_json(api, f"{BASE}/traces/{trace}/blocks", kept).status_code == 201
