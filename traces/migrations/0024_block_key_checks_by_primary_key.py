@@ -9,7 +9,15 @@ took a commit of 0.3 s for the first 1,000 and 2.4 s for the tenth (50 s for 50,
 blocks where 4 s would do), until autovacuum's ANALYZE came. A lookup by the primary key
 alone, or by parent_block_id alone, leaves the planner no other index to choose.
 
-The rules, the errors and the locks are those of 0023.
+The rules, the errors and the locks are those of 0023, and two races it let through are
+closed (attacker review: a child left under a parent in another trace in 294 of 300
+tries). trace_id is no key column since 0023, so moving a block to another trace took no
+lock that a new child's check (FOR KEY SHARE of the parent) conflicts with:
+
+- a block moved to another trace is locked FOR UPDATE by its check, so that a move after
+  a child's check waits for the child's transaction, then finds the child;
+- a child's check reads its parent again after locking it: when the lock waited for a
+  transaction that moved the parent, it still returned the parent as it was before.
 """
 
 import importlib
@@ -43,8 +51,11 @@ PARENT_CHECK = _with_record(
     _function(
         "traces_block_parent_check",
         f"""{_block_still("trace_id", "parent_block_id")}
-        SELECT p.trace_id INTO hit FROM traces_block p WHERE p.id = NEW.parent_block_id
-            FOR KEY SHARE OF p;
+        PERFORM 1 FROM traces_block p WHERE p.id = NEW.parent_block_id FOR KEY SHARE OF p;
+        -- Read again, after the lock: the lock returns the row as this statement's start
+        -- saw it, even when it waited for a transaction that moved the parent (a change
+        -- of no key column); a statement that starts now sees where the parent is.
+        SELECT p.trace_id INTO hit FROM traces_block p WHERE p.id = NEW.parent_block_id;
         IF NOT FOUND OR hit.trace_id IS DISTINCT FROM NEW.trace_id THEN {
             _refuse(
                 "block_parent_same_trace",
@@ -60,6 +71,12 @@ CHILDREN_CHECK = _with_record(
     _function(
         "traces_block_children_check",
         f"""
+        IF TG_OP = 'UPDATE' THEN
+            -- Moved to another trace: trace_id is no key column (0023), so the move
+            -- took no lock that a new child's check (FOR KEY SHARE) waits for, nor
+            -- waited for one; each check saw the other's write as not yet there.
+            PERFORM 1 FROM traces_block b WHERE b.id = NEW.id FOR UPDATE OF b;
+        END IF;
         -- The same block is there again (written back in this transaction).
         SELECT b.trace_id INTO hit FROM traces_block b WHERE b.id = OLD.id;
         IF FOUND AND hit.trace_id = OLD.trace_id THEN RETURN NULL; END IF;
