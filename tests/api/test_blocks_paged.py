@@ -127,3 +127,12 @@ def test_stitched_answers_carry_non_ascii_text_as_written(api):
         assert message["payload"]["content"] == content
         assert message["extra"] == {"ключ": "値"}
         assert message["created_at"] == written.json()["created_at"]
+
+
+def test_http_trace_is_a_405_not_the_trace_helper(api):
+    trace = built_trace(api)
+    for path in (f"/traces/{trace}/blocks.stitched", f"/traces/{trace}", "/datasets"):
+        response = api.generic("TRACE", f"{BASE}{path}")
+        assert response.status_code == 405, (path, response.content)
+        assert error_of(response)["http_status"] == 405
+        assert "TRACE" not in response.headers.get("Allow", "")

@@ -45,6 +45,8 @@ class OrgApi(APIView):
     parser_classes = [OrjsonParser]
     # Bodies larger than this are refused from Content-Length, before they are read.
     max_body_bytes: int | None = None
+    # Not HTTP TRACE: Django would dispatch it to `trace()`, the helper below (a 500).
+    http_method_names = [m for m in APIView.http_method_names if m != "trace"]
 
     def __init_subclass__(cls, **kwargs):
         """Name each operation's own serializers after it in the OpenAPI schema."""
