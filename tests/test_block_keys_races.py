@@ -3,13 +3,13 @@ once: a parent moved to another trace while a child is written under it. Each ch
 alone saw the other's write as not yet there, and both passed (attacker review)."""
 
 import threading
-import time
 
 import psycopg
 import pytest
 from django.db import IntegrityError, connection, connections, transaction
 from django.utils import timezone
 
+from tests.threads import until_one_waits_for_a_lock
 from traces.models import Block, Trace
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -30,20 +30,6 @@ def other_session() -> psycopg.Connection:
         dbname=settings["NAME"], user=settings["USER"], host=settings["HOST"] or None,
         port=settings["PORT"] or None, password=settings["PASSWORD"] or None,
     )  # fmt: skip
-
-
-def someone_waits_for_a_lock(seconds: float = 10) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT count(*) FROM pg_stat_activity "
-                "WHERE datname = current_database() AND wait_event_type = 'Lock'"
-            )
-            if cursor.fetchone()[0]:
-                return True
-        time.sleep(0.02)
-    return False
 
 
 @pytest.fixture
@@ -76,7 +62,7 @@ def test_a_parent_moved_after_a_child_was_checked_under_it_is_refused(two_traces
             cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # the child's check, now
         thread = threading.Thread(target=move)
         thread.start()
-        waited = someone_waits_for_a_lock()
+        waited = until_one_waits_for_a_lock(10)
     thread.join(30)
     mover.close()
     assert waited
@@ -105,7 +91,7 @@ def test_a_child_written_under_a_parent_being_moved_is_refused(two_traces):
 
     thread = threading.Thread(target=write_child)
     thread.start()
-    waited = someone_waits_for_a_lock()
+    waited = until_one_waits_for_a_lock(10)
     mover.commit()
     mover.close()
     thread.join(30)

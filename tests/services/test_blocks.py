@@ -1,12 +1,12 @@
 """traces/services/blocks.py: appends through the API, one block or a batch."""
 
 import threading
-import time
 
 import pytest
 from django.db import connection, connections, transaction
 from django.test.utils import CaptureQueriesContext
 
+from tests.threads import until_one_waits_for_a_lock
 from traces.errors import ValidationFailed
 from traces.models import Block, Trace
 from traces.services.blocks import BlockInput, block_create, blocks_create_batch
@@ -41,18 +41,6 @@ def test_a_batch_looks_up_no_acts_of_the_turns_it_makes(org):
     assert queries_of_a_batch(org, 2) == queries_of_a_batch(org, 20)
     acts = list(Block.objects.filter(sub_type="TOOL_CALL").values_list("act", flat=True))
     assert acts == [1] * 22
-
-
-def waiting_for_a_lock() -> int:
-    """How many sessions of this test's database wait for a lock. (pg_locks is the whole
-    server's: the other test worker's waits were counted too, and a row lock's wait names
-    no database.)"""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND wait_event_type = 'Lock'"
-        )
-        return cursor.fetchone()[0]
 
 
 @pytest.mark.postgres
@@ -95,10 +83,8 @@ def test_a_parent_written_while_the_append_waited_for_the_lock_is_found(org):
     assert parent_written.wait(30)
     second = threading.Thread(target=child)
     second.start()
-    deadline = time.monotonic() + 30
-    while not waiting_for_a_lock() and time.monotonic() < deadline:
-        time.sleep(0.02)  # until the append's statement waits for the trace's lock
-    assert waiting_for_a_lock() == 1
+    # until the append's statement waits for the trace's lock
+    assert until_one_waits_for_a_lock() == 1
     commit.set()
     first.join(30)
     second.join(30)
@@ -144,10 +130,7 @@ def a_batch_racing_a_lock_holder(org, holder_work) -> tuple[Trace, str, object]:
     assert locked.wait(30)
     second = threading.Thread(target=batch)
     second.start()
-    deadline = time.monotonic() + 30
-    while not waiting_for_a_lock() and time.monotonic() < deadline:
-        time.sleep(0.02)  # until the batch waits for the trace's lock
-    assert waiting_for_a_lock() == 1
+    assert until_one_waits_for_a_lock() == 1  # until the batch waits for the trace's lock
     commit.set()
     first.join(30)
     second.join(30)

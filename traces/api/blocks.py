@@ -190,12 +190,12 @@ class BlockStitchedApi(OrgApi):
             return Response(trace_tree_get(trace=trace))  # spec/004's answer, whole
         limit = _int(request.GET.get("limit"), STITCHED_MOST, "limit")
         after = _int(request.GET.get("cursor"), 0, "cursor")
-        if not 0 <= after <= STITCHED_CURSOR_MOST or not 1 <= limit <= STITCHED_MOST:
+        cursor_ok = 0 <= after <= STITCHED_CURSOR_MOST
+        if not cursor_ok or not 1 <= limit <= STITCHED_MOST:
             raise ValidationFailed(
                 f"limit must be 1 to {STITCHED_MOST} and cursor a next_cursor this API gave",
-                {"field": "limit" if 0 <= after <= STITCHED_CURSOR_MOST else "cursor",
-                 "rule": "range"},
-            )  # fmt: skip
+                {"field": "limit" if cursor_ok else "cursor", "rule": "range"},
+            )
         return Response(trace_tree_page(trace=trace, after=after, rows=limit))
 
 
